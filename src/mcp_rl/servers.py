@@ -1,0 +1,197 @@
+"""The ``mcpServers`` configuration: which MCP servers a tool pool connects to, and how.
+
+Accepts the JSON shape MCP desktop clients use, pasted unchanged::
+
+    {"mcpServers": {
+        "search": {"command": "python", "args": ["-m", "tool_servers.search", "--corpus", "c.jsonl"]},
+        "remote": {"url": "https://tools.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+    }}
+
+plus a few optional per-server keys of our own (``timeout``, ``maxConcurrency``, ``retries``,
+``retryLostCalls``), and in-process ``MCPServer`` objects given from Python. ``${VAR}`` in ``args``, ``env``,
+``cwd``, ``url`` and ``headers`` is expanded from the environment, so secrets stay out of recipe files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Keys desktop clients write that say nothing about how to connect; accepted so configs paste unchanged.
+_IGNORED_KEYS = {"type", "transport", "disabled", "alwaysAllow", "autoApprove", "description", "timeout_ms"}
+_OUR_KEYS = {
+    "timeout": ("timeout_s", float),
+    "connectTimeout": ("connect_timeout_s", float),
+    "maxConcurrency": ("max_concurrency", int),
+    "retries": ("retries", int),
+    "retryLostCalls": ("retry_lost_calls", bool),
+}
+
+
+class ServerConfigError(ValueError):
+    """A server entry that cannot be used; the message names the server, the field and the fix."""
+
+
+@dataclass
+class ServerConfig:
+    """How to reach one MCP server and how hard to lean on it."""
+
+    name: str = field(metadata={"help": "Name of the server; prefixes its tools when names collide."})
+    command: str | None = field(default=None, metadata={"help": "Executable to spawn for a stdio server."})
+    args: list[str] = field(default_factory=list, metadata={"help": "Arguments for `command`."})
+    env: dict[str, str] = field(default_factory=dict, metadata={"help": "Extra environment for `command`."})
+    cwd: str | None = field(default=None, metadata={"help": "Working directory for `command`."})
+    url: str | None = field(default=None, metadata={"help": "Streamable-HTTP endpoint, e.g. .../mcp."})
+    headers: dict[str, str] = field(default_factory=dict, metadata={"help": "HTTP headers (e.g. auth)."})
+    server: Any = field(default=None, metadata={"help": "An in-process `MCPServer` object (Python only)."})
+    timeout_s: float = field(default=30.0, metadata={"help": "Default timeout of one tool call, seconds."})
+    connect_timeout_s: float = field(default=60.0, metadata={"help": "Timeout to start and handshake."})
+    max_concurrency: int = field(default=256, metadata={"help": "Most calls in flight to this server."})
+    retries: int = field(
+        default=2, metadata={"help": "Retries of a call that could not be sent because the server was down."}
+    )
+    retry_lost_calls: bool = field(
+        default=False,
+        metadata={"help": "Also retry calls lost in flight (only safe for idempotent tools such as search)."},
+    )
+
+    @property
+    def transport(self) -> str:
+        if self.server is not None:
+            return "in-process"
+        return "http" if self.url else "stdio"
+
+    def __repr__(self) -> str:
+        # Headers and env often carry secrets: show their names, never their values.
+        target = self.url or self.command or type(self.server).__name__
+        return (
+            f"ServerConfig(name={self.name!r}, transport={self.transport!r}, target={target!r}, "
+            f"headers={sorted(self.headers)}, env={sorted(self.env)})"
+        )
+
+
+def expand_env(value: str, where: str) -> str:
+    """Replace ``${VAR}`` (or ``${VAR:-default}``) with the environment's value; fail clearly if unset."""
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in os.environ:
+            return os.environ[name]
+        if default is not None:
+            return default
+        raise ServerConfigError(
+            f"{where}: environment variable {name} is not set; export it or remove ${{{name}}}"
+        )
+
+    return _ENV_VAR.sub(substitute, value)
+
+
+def resolve_command(command: str) -> str:
+    """Find ``command`` the way a user expects inside a virtualenv that is not activated.
+
+    ``python``/``python3`` mean the interpreter running mcp-rl, so servers see the same packages;
+    other bare names are looked up beside that interpreter first (console scripts of installed
+    packages such as ``mcp-server-time``), then on PATH.
+    """
+    if command in ("python", "python3"):
+        return sys.executable
+    if os.sep in command:
+        return command
+    beside = Path(sys.executable).parent / command
+    if beside.exists():
+        return str(beside)
+    return shutil.which(command) or command
+
+
+def _string_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise ServerConfigError(f"{where} must be an object of strings, got {type(value).__name__}")
+    return {str(k): expand_env(str(v), f"{where}.{k}") for k, v in value.items()}
+
+
+def parse_server(name: str, entry: Any) -> ServerConfig:
+    """One ``mcpServers`` entry → ``ServerConfig``, with one clear error per bad field."""
+    where = f"mcpServers.{name}"
+    if not isinstance(entry, Mapping):
+        raise ServerConfigError(
+            f"{where} must be an object with 'command' or 'url', got {type(entry).__name__}"
+        )
+    unknown = (
+        set(entry) - {"command", "args", "env", "cwd", "url", "headers"} - set(_OUR_KEYS) - _IGNORED_KEYS
+    )
+    if unknown:
+        known = "command, args, env, cwd, url, headers, " + ", ".join(_OUR_KEYS)
+        raise ServerConfigError(f"{where}: unknown field(s) {sorted(unknown)}; known fields: {known}")
+    has_command, has_url = "command" in entry, "url" in entry
+    if has_command == has_url:
+        raise ServerConfigError(f"{where}: give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
+    config = ServerConfig(name=name)
+    if has_command:
+        if not isinstance(entry["command"], str) or not entry["command"]:
+            raise ServerConfigError(f"{where}.command must be a non-empty string")
+        config.command = resolve_command(expand_env(entry["command"], f"{where}.command"))
+        args = entry.get("args", [])
+        if not isinstance(args, list):
+            raise ServerConfigError(f"{where}.args must be a list of strings")
+        config.args = [expand_env(str(a), f"{where}.args") for a in args]
+        config.env = _string_map(entry.get("env", {}), f"{where}.env")
+        if entry.get("cwd") is not None:
+            config.cwd = expand_env(str(entry["cwd"]), f"{where}.cwd")
+    else:
+        url = expand_env(str(entry["url"]), f"{where}.url")
+        if not url.startswith(("http://", "https://")):
+            raise ServerConfigError(f"{where}.url must start with http:// or https://, got {url!r}")
+        config.url = url
+        config.headers = _string_map(entry.get("headers", {}), f"{where}.headers")
+    for key, (attr, kind) in _OUR_KEYS.items():
+        if key in entry:
+            value = entry[key]
+            if kind is bool and not isinstance(value, bool):
+                raise ServerConfigError(f"{where}.{key} must be true or false")
+            try:
+                value = kind(value)
+            except (TypeError, ValueError):
+                raise ServerConfigError(f"{where}.{key} must be a {kind.__name__}, got {value!r}") from None
+            if kind is not bool and value <= 0 and key != "retries":
+                raise ServerConfigError(f"{where}.{key} must be positive, got {value}")
+            setattr(config, attr, value)
+    return config
+
+
+def parse_mcp_servers(config: Mapping[str, Any]) -> list[ServerConfig]:
+    """``{"mcpServers": {...}}`` (or just the inner mapping) → server configs, disabled ones skipped."""
+    servers = config.get("mcpServers", config) if isinstance(config, Mapping) else config
+    if not isinstance(servers, Mapping) or not servers:
+        raise ServerConfigError(
+            "mcpServers must be a non-empty object mapping server names to their settings"
+        )
+    return [
+        parse_server(str(name), entry)
+        for name, entry in servers.items()
+        if not (isinstance(entry, Mapping) and entry.get("disabled") is True)
+    ]
+
+
+def load_mcp_servers_file(path: str | Path) -> list[ServerConfig]:
+    """Read an ``mcpServers`` JSON file as written for MCP desktop clients."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ServerConfigError(f"{path}: no such file") from None
+    except json.JSONDecodeError as error:
+        raise ServerConfigError(f"{path}: not valid JSON ({error})") from None
+    return parse_mcp_servers(data)
+
+
+def in_process(name: str, server: Any, **settings: Any) -> ServerConfig:
+    """A config for an ``MCPServer`` object served inside this process (no subprocess, no JSON-RPC)."""
+    return ServerConfig(name=name, server=server, **settings)
