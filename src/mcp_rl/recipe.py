@@ -1,0 +1,496 @@
+"""Recipes: YAML files that fill the dataclasses of ``mcp_rl.configs``, checked field by field.
+
+A recipe is found by name (``search``) in the package's ``recipes`` folder or the source checkout's, or
+given as a path to a ``.yaml`` file. Loading goes: read → ``--set`` overrides on the raw mapping (so a bad
+override is reported like a bad file) → type and bound checks → ``trainer`` keys against
+``trl.GRPOConfig`` → built-in corpus names become paths → ``${section.field}`` interpolation → the
+``mcpServers`` entries are parsed. Every failure is a ``RecipeError`` whose one-line message names the
+field and the fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import os
+import re
+import string
+import types
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+import mcp_rl
+from mcp_rl.configs import Recipe, RecipeError, RewardSpec
+
+__all__ = [
+    "RecipeError",
+    "apply_overrides",
+    "describe_recipe_fields",
+    "find_recipe",
+    "list_recipes",
+    "load_recipe",
+    "recipe_dirs",
+    "recipe_from_dict",
+    "recipe_to_yaml",
+]
+
+# Dotted only: an undotted ${VAR} is an environment variable, expanded by servers.py when servers start.
+_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\}")
+_YAML_SUFFIXES = (".yaml", ".yml")
+_CHAT_ROLES = ("system", "user", "assistant", "tool")
+_SIMPLE_TYPES = (int, float, bool, str, type(None))
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_PLURAL_WORDS = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
+# bool is an int in Python, but `max_turns: true` is a mistake in a recipe.
+_SCALAR_CHECKS = {
+    bool: lambda value: isinstance(value, bool),
+    int: lambda value: isinstance(value, int) and not isinstance(value, bool),
+    float: lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+    str: lambda value: isinstance(value, str),
+}
+# GRPOConfig accepts these silently or fails deep inside TRL; refuse them while the field is still known.
+_TRAINER_BOUNDS: dict[str, dict[str, float]] = {
+    "learning_rate": {"gt": 0},
+    "num_generations": {"ge": 2},
+    "per_device_train_batch_size": {"ge": 1},
+    "gradient_accumulation_steps": {"ge": 1},
+    "beta": {"ge": 0},
+    "temperature": {"gt": 0},
+}
+
+
+# -- finding and loading ------------------------------------------------------------------------------
+def recipe_dirs() -> list[Path]:
+    """Folders searched for recipes by name, in order: the installed package's, then the checkout's."""
+    package = Path(mcp_rl.__file__).parent
+    found: list[Path] = []
+    for folder in (package / "recipes", package.parents[1] / "recipes"):
+        if folder.is_dir() and folder.resolve() not in found:
+            found.append(folder.resolve())
+    return found
+
+
+def _recipe_files() -> dict[str, Path]:
+    files: dict[str, Path] = {}
+    for folder in recipe_dirs():
+        for path in sorted(p for p in folder.iterdir() if p.suffix in _YAML_SUFFIXES):
+            files.setdefault(path.stem, path)  # the first folder wins, as for lookups by name
+    return files
+
+
+def list_recipes() -> list[tuple[str, str]]:
+    """``(name, description)`` of every recipe found by name, sorted by name."""
+    listed = []
+    for name, path in sorted(_recipe_files().items()):
+        try:
+            description = str(_read_yaml(path).get("description") or "")
+        except RecipeError as error:
+            description = f"(unreadable: {error})"
+        listed.append((name, description))
+    return listed
+
+
+def find_recipe(name_or_path: str) -> Path:
+    """The file of a recipe given by name or by path."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix in _YAML_SUFFIXES or "/" in name_or_path or os.sep in name_or_path:
+        if not path.is_file():
+            raise RecipeError(f"{name_or_path}: no such recipe file")
+        return path
+    files = _recipe_files()
+    if name_or_path in files:
+        return files[name_or_path]
+    if path.is_file():
+        return path
+    raise RecipeError(
+        f"unknown recipe {name_or_path!r}{_did_you_mean(name_or_path, files)}; available: "
+        f"{', '.join(sorted(files)) or '(none)'}; or give the path of a .yaml file"
+    )
+
+
+def load_recipe(name_or_path: str, overrides: Sequence[str] = (), *, check_trainer: bool = True) -> Recipe:
+    """Read, override, check and resolve a recipe. ``overrides`` are ``key.path=value`` strings.
+
+    ``check_trainer=False`` skips checking ``trainer`` against ``trl.GRPOConfig``, whose import takes
+    seconds, for callers that never train (``mcp-rl tools``).
+    """
+    path = find_recipe(name_or_path)
+    return recipe_from_dict(_read_yaml(path), overrides, name=path.stem, check_trainer=check_trainer)
+
+
+def recipe_from_dict(
+    raw: Mapping[str, Any], overrides: Sequence[str] = (), *, name: str = "recipe", check_trainer: bool = True
+) -> Recipe:
+    """``load_recipe`` for a mapping already in memory; ``name`` is used when the mapping has none."""
+    recipe = _build(Recipe, apply_overrides(raw, overrides), "")
+    recipe.name = recipe.name or name
+    if check_trainer:
+        recipe.trainer = _check_trainer(recipe.trainer)
+    _check_recipe(recipe)
+    _resolve_corpus(recipe)
+    _interpolate(recipe, recipe, "")
+    recipe.server_configs()  # a bad server entry fails here, not minutes later when servers start
+    return recipe
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise RecipeError(f"{path}: no such recipe file") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise RecipeError(f"{path}: not valid YAML ({getattr(error, 'problem', error)}{where})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise RecipeError(f"{path}: expected a mapping of recipe sections, got {type(data).__name__}")
+    return dict(data)
+
+
+# -- overrides ----------------------------------------------------------------------------------------
+def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``raw`` with each ``key.path=value`` applied; values are parsed as YAML (3, 1e-5, [a, b])."""
+    result = copy.deepcopy(dict(raw))
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        parts = key.split(".")
+        if not sep or not all(parts):
+            raise RecipeError(f"--set {item}: expected KEY.PATH=VALUE, e.g. --set rollout.max_turns=3")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise RecipeError(
+                f"--set {key}: value {text!r} is not valid YAML ({getattr(error, 'problem', error)})"
+            ) from None
+        node: Any = result
+        for depth, part in enumerate(parts[:-1]):
+            child = _get_child(node, part, parts[:depth])
+            if child is None:  # a section absent from the file (or null) is created
+                child = {}
+                _set_child(node, part, child, parts[:depth])
+            elif not isinstance(child, dict | list):
+                where = ".".join(parts[: depth + 1])
+                raise RecipeError(
+                    f"--set {key}: {where} is {_show(child)}, which has no field {parts[depth + 1]!r}"
+                )
+            node = child
+        _set_child(node, parts[-1], value, parts[:-1])
+    return result
+
+
+def _index(node: list[Any], part: str, parent: list[str]) -> int:
+    if not part.isdigit() or int(part) >= len(node):
+        where = ".".join(parent)
+        raise RecipeError(f"--set: {where} is a list of {len(node)} item(s); use an index 0..{len(node) - 1}")
+    return int(part)
+
+
+def _get_child(node: dict[str, Any] | list[Any], part: str, parent: list[str]) -> Any:
+    return node[_index(node, part, parent)] if isinstance(node, list) else node.get(part)
+
+
+def _set_child(node: dict[str, Any] | list[Any], part: str, value: Any, parent: list[str]) -> None:
+    if isinstance(node, list):
+        node[_index(node, part, parent)] = value
+    else:
+        node[part] = value
+
+
+# -- type and bound checks ----------------------------------------------------------------------------
+def _show(value: Any) -> str:
+    """A value as a YAML user would write it, cut short."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def _is_union(hint: Any) -> bool:
+    return get_origin(hint) in (Union, types.UnionType)
+
+
+def _expected(hint: Any) -> str:
+    """``hint`` in words, for 'expected ..., got ...'."""
+    if _is_union(hint):
+        words = [_expected(arg) for arg in get_args(hint) if arg is not type(None)]
+        nullable = type(None) in get_args(hint)
+        return " or ".join(words) + (" or null" if nullable else "")
+    if get_origin(hint) is Literal:
+        return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
+    if get_origin(hint) is list:
+        return f"a list of {_PLURAL_WORDS.get(get_args(hint)[0], 'mappings')}"
+    if get_origin(hint) is dict or dataclasses.is_dataclass(hint):
+        return "a mapping"
+    return _TYPE_WORDS.get(hint, str(hint))
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    """``value`` checked against ``hint``, converted where YAML is loose; RecipeError if it does not fit."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return value
+    if _is_union(hint):
+        if value is None and type(None) in args:
+            return None
+        for option in (arg for arg in args if arg is not type(None)):
+            try:
+                return _coerce(value, option, where)
+            except RecipeError:
+                continue
+    elif origin is Literal:
+        if value in args:
+            return value
+        hint_text = _did_you_mean(value, [str(a) for a in args]) if isinstance(value, str) else ""
+        raise RecipeError(f"{where}: expected {_expected(hint)}, got {_show(value)}{hint_text}")
+    elif dataclasses.is_dataclass(hint):
+        return _build(hint, value, where)
+    elif origin is list and isinstance(value, list):
+        return [_coerce(item, args[0], f"{where}[{i}]") for i, item in enumerate(value)]
+    elif origin is dict and isinstance(value, Mapping):
+        return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
+    elif hint in _SCALAR_CHECKS and _SCALAR_CHECKS[hint](value):
+        return value
+    elif hint is float and isinstance(value, str):
+        # YAML 1.1 reads 1e-5 (no dot) as a string; a number is what was meant.
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    elif hint is str and isinstance(value, str):
+        return value
+    raise RecipeError(f"{where}: expected {_expected(hint)}, got {_show(value)}")
+
+
+def _check_bounds(value: Any, bounds: Mapping[str, Any], where: str) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return
+    if "gt" in bounds and not value > bounds["gt"]:
+        limit = bounds["gt"]
+        raise RecipeError(
+            f"{where}: must be {'positive' if limit == 0 else f'greater than {limit}'}, got {value}"
+        )
+    if "ge" in bounds and not value >= bounds["ge"]:
+        raise RecipeError(f"{where}: must be at least {bounds['ge']}, got {value}")
+    if "lt" in bounds and not value < bounds["lt"]:
+        raise RecipeError(f"{where}: must be less than {bounds['lt']}, got {value}")
+    if "le" in bounds and not value <= bounds["le"]:
+        raise RecipeError(f"{where}: must be at most {bounds['le']}, got {value}")
+
+
+def _build(cls: type[Any], raw: Any, where: str) -> Any:
+    """A dataclass from a mapping, each field checked against its type hint and its metadata bounds."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if not isinstance(raw, Mapping):
+        raise RecipeError(
+            f"{where or 'recipe'}: expected a mapping with fields {', '.join(fields)}, got {_show(raw)}"
+        )
+    hints = get_type_hints(cls)
+    values = {}
+    for key, value in raw.items():
+        path = f"{where}.{key}" if where else str(key)
+        if key not in fields:
+            kind = "unknown field" if where else "unknown section"
+            suggestion = _did_you_mean(key, fields) or f" (known: {', '.join(fields)})"
+            raise RecipeError(f"{path}: {kind}{suggestion}")
+        values[key] = _coerce(value, hints[key], path)
+        _check_bounds(values[key], fields[key].metadata, path)
+    return cls(**values)
+
+
+def _simple_hint(hint: Any) -> Any:
+    """``hint`` when it is int/float/bool/str, optionally in a union with each other or None; else None."""
+    members = get_args(hint) if _is_union(hint) else (hint,)
+    return hint if members and all(member in _SIMPLE_TYPES for member in members) else None
+
+
+def _check_trainer(trainer: Mapping[str, Any]) -> dict[str, Any]:
+    if not trainer:
+        return {}
+    from trl import GRPOConfig  # slow to import: only when a recipe sets trainer fields
+
+    known = {f.name: f for f in dataclasses.fields(GRPOConfig)}
+    checked = {}
+    for key, value in trainer.items():
+        where = f"trainer.{key}"
+        if key not in known:
+            raise RecipeError(f"{where}: not a GRPOConfig field{_did_you_mean(key, known)}")
+        hint = _simple_hint(known[key].type)  # enums, dicts, lists: left to GRPOConfig itself
+        checked[key] = _coerce(value, hint, where) if hint is not None else value
+        _check_bounds(checked[key], _TRAINER_BOUNDS.get(key, {}), where)
+    return checked
+
+
+def _check_recipe(recipe: Recipe) -> None:
+    """Checks that span fields or need more than a type: token budgets, messages, rewards, parser options."""
+    rollout = recipe.rollout
+    for name in ("max_new_tokens", "max_observation_tokens"):
+        if getattr(rollout, name) > rollout.max_completion_tokens:
+            raise RecipeError(
+                f"rollout.{name}: {getattr(rollout, name)} exceeds rollout.max_completion_tokens "
+                f"({rollout.max_completion_tokens}); raise max_completion_tokens or lower {name}"
+            )
+    try:
+        list(string.Formatter().parse(recipe.prompt.user_template))
+    except ValueError as error:
+        raise RecipeError(
+            f"prompt.user_template: not a valid format string ({error}); write {{{{ for a brace"
+        ) from None
+    for i, message in enumerate(recipe.prompt.few_shot):
+        if message.get("role") not in _CHAT_ROLES or not isinstance(message.get("content"), str):
+            raise RecipeError(
+                f"prompt.few_shot[{i}]: expected a chat message {{role: {'|'.join(_CHAT_ROLES)}, "
+                f"content: text}}, got {_show(message)}"
+            )
+    if not recipe.rewards:
+        raise RecipeError("rewards: give at least one reward, e.g. [{name: exact_match}]")
+    for i, reward in enumerate(recipe.rewards):
+        _check_reward(reward, f"rewards[{i}].name")
+    from mcp_rl.parsers import build_parser
+
+    try:
+        build_parser(recipe.parser.name, **recipe.parser.options)
+    except ValueError as error:
+        raise RecipeError(f"parser.options: {error}") from None
+
+
+def _check_reward(reward: RewardSpec, where: str) -> None:
+    from mcp_rl.rewards import BUILTIN_REWARDS  # the registry itself, so the names are never listed twice
+
+    if reward.name in BUILTIN_REWARDS:
+        return
+    module, sep, function = reward.name.partition(":")
+    if not (sep and module and function.isidentifier()):
+        raise RecipeError(
+            f"{where}: unknown reward {reward.name!r}{_did_you_mean(reward.name, BUILTIN_REWARDS)}; "
+            f"built-in: {', '.join(BUILTIN_REWARDS)}, or 'package.module:function' for your own"
+        )
+
+
+# -- resolution ---------------------------------------------------------------------------------------
+def _resolve_corpus(recipe: Recipe) -> None:
+    """A built-in dataset name in ``data.corpus`` becomes its corpus file; a path becomes absolute."""
+    corpus = recipe.data.corpus
+    if corpus is None:
+        return
+    path = Path(corpus).expanduser()
+    if path.exists() or path.suffix or "/" in corpus or os.sep in corpus:
+        # A missing file is kept: the recipe may be meant for another machine; the server says so if not.
+        recipe.data.corpus = str(path.resolve())
+        return
+    from mcp_rl import world  # generates nothing; only looks up the shipped datasets
+
+    names = world.available_datasets()
+    if corpus not in names:
+        raise RecipeError(
+            f"data.corpus: {corpus!r} is neither a file nor a built-in dataset"
+            f"{_did_you_mean(corpus, names)}; built-in: {', '.join(names) or '(none)'}"
+        )
+    recipe.data.corpus = str(world.builtin_dataset_dir(corpus) / "corpus.jsonl")
+
+
+def _lookup(recipe: Recipe, reference: str, where: str) -> str:
+    node: Any = recipe
+    for depth, part in enumerate(reference.split(".")):
+        if dataclasses.is_dataclass(node):
+            names = [f.name for f in dataclasses.fields(node)]
+        else:
+            names = list(node) if isinstance(node, Mapping) else []
+        if part not in names:
+            prefix = ".".join(reference.split(".")[:depth])
+            match = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            hint = f" (did you mean {'.'.join(filter(None, [prefix, match[0]]))}?)" if match else ""
+            raise RecipeError(f"{where}: ${{{reference}}} names no recipe field{hint}")
+        node = getattr(node, part) if dataclasses.is_dataclass(node) else node[part]
+    if node is None:
+        raise RecipeError(f"{where}: ${{{reference}}} is null; set {reference} in the recipe")
+    if isinstance(node, Mapping | list) or dataclasses.is_dataclass(node):
+        raise RecipeError(f"{where}: ${{{reference}}} is not a single value; refer to one of its fields")
+    return _show(node) if isinstance(node, bool) else str(node)
+
+
+def _interpolate(recipe: Recipe, value: Any, where: str) -> Any:
+    """Replace ``${section.field}`` in every string of ``value`` (dataclasses are updated in place)."""
+    if isinstance(value, str):
+        return _REFERENCE.sub(lambda match: _lookup(recipe, match.group(1), where), value)
+    if isinstance(value, list):
+        return [_interpolate(recipe, item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        return {key: _interpolate(recipe, item, f"{where}.{key}") for key, item in value.items()}
+    if dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            path = f"{where}.{f.name}" if where else f.name
+            setattr(value, f.name, _interpolate(recipe, getattr(value, f.name), path))
+    return value
+
+
+# -- writing ------------------------------------------------------------------------------------------
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (prompts) as ``|`` blocks, readable and diffable."""
+
+
+_Dumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+    ),
+)
+
+
+def recipe_to_yaml(recipe: Recipe) -> str:
+    """The resolved recipe as YAML that ``load_recipe`` reads back to an equal ``Recipe``."""
+    return yaml.dump(
+        dataclasses.asdict(recipe), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110
+    )
+
+
+def _type_name(hint: Any) -> str:
+    if _is_union(hint):
+        return " | ".join(_type_name(arg) for arg in get_args(hint))
+    if get_origin(hint) is Literal:
+        return " | ".join(repr(choice) for choice in get_args(hint))
+    if get_origin(hint) in (list, dict):
+        return f"{get_origin(hint).__name__}[{', '.join(_type_name(a) for a in get_args(hint))}]"
+    if hint is type(None):
+        return "null"
+    return "Any" if hint is Any else getattr(hint, "__name__", str(hint))
+
+
+def _describe_fields(cls: type[Any], prefix: str) -> list[str]:
+    hints = get_type_hints(cls)
+    lines = []
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        lines.append(f"  {prefix}{f.name}: {_type_name(hints[f.name])} = {_show(default)}")
+        lines.append(f"      {f.metadata['help']}")
+    return lines
+
+
+def describe_recipe_fields() -> str:
+    """Every recipe field with its type, default and help, section by section."""
+    hints = get_type_hints(Recipe)
+    lines: list[str] = []
+    for f in dataclasses.fields(Recipe):
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            lines += ["", f"{f.name}: {f.metadata['help']}", *_describe_fields(hint, f"{f.name}.")]
+        elif f.name == "rewards":
+            lines += ["", f"rewards: {f.metadata['help']} Each item:", *_describe_fields(RewardSpec, "- ")]
+        elif f.name == "trainer":
+            lines += ["", f"trainer: {f.metadata['help']} See help(trl.GRPOConfig)."]
+        else:
+            lines += [f"{f.name}: {_type_name(hint)} — {f.metadata['help']}"]
+    return "\n".join(lines).strip() + "\n"

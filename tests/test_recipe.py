@@ -1,0 +1,279 @@
+"""Recipes: the shipped ones validate, overrides and ${section.field} work, and every mistake is one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import pytest
+import yaml
+
+from mcp_rl.configs import Recipe, RecipeError, RewardSpec
+from mcp_rl.recipe import (
+    apply_overrides,
+    describe_recipe_fields,
+    list_recipes,
+    load_recipe,
+    recipe_dirs,
+    recipe_from_dict,
+    recipe_to_yaml,
+)
+from mcp_rl.world import builtin_dataset_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(path.stem for path in (ROOT / "recipes").glob("*.yaml"))
+
+
+@contextmanager
+def raises_one_line(match: str) -> Iterator[None]:
+    """Expect a ``RecipeError`` whose message contains ``match`` and fits on one line."""
+    with pytest.raises(RecipeError) as info:
+        yield
+    message = str(info.value)
+    assert "\n" not in message and match in message, message
+
+
+# -- shipped recipes ----------------------------------------------------------------------------------
+def test_shipped_recipes_are_listed_with_descriptions() -> None:
+    listed = dict(list_recipes())
+    assert {"search", "search-nq", "calculator"} <= set(SHIPPED) <= set(listed)
+    assert all(listed[name] for name in SHIPPED)
+    assert ROOT / "recipes" in recipe_dirs()
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_recipe_validates_and_round_trips(name: str) -> None:
+    recipe = load_recipe(name)
+    assert recipe.name == name
+    assert recipe.server_configs()
+    # What `recipes show` prints loads back to the same recipe.
+    assert recipe_from_dict(yaml.safe_load(recipe_to_yaml(recipe))) == recipe
+
+
+def test_search_recipe_resolves_the_builtin_corpus_into_the_server_args() -> None:
+    recipe = load_recipe("search")
+    corpus = str(builtin_dataset_dir("fictional") / "corpus.jsonl")
+    assert recipe.data.corpus == corpus
+    (server,) = recipe.server_configs()
+    assert server.command == sys.executable  # `python` means the interpreter running mcp-rl
+    assert server.args[server.args.index("--corpus") + 1] == corpus
+    assert [m["role"] for m in recipe.prompt.few_shot] == ["user", "assistant"] * 4
+    assert [(r.name, r.weight) for r in recipe.rewards] == [
+        ("exact_match", 1.0),
+        ("f1", 0.5),
+        ("format", 0.1),
+    ]
+    assert recipe.trainer["learning_rate"] == 5e-6 and recipe.trainer["loss_type"] == "dapo"
+
+
+def test_search_nq_leaves_environment_variables_to_the_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    recipe = load_recipe("search-nq")
+    assert "${SEARCH_R1_RETRIEVER_URL:-http://127.0.0.1:8000}" in recipe.tools.mcpServers["search"]["args"]
+    monkeypatch.setenv("SEARCH_R1_RETRIEVER_URL", "http://10.0.0.5:9000")
+    assert "http://10.0.0.5:9000" in recipe.server_configs()[0].args
+
+
+def test_defaults_alone_are_a_valid_recipe() -> None:
+    recipe = recipe_from_dict({})
+    assert recipe == Recipe(name="recipe")
+    assert recipe.server_configs() == []
+
+
+def test_every_config_field_has_help_and_is_described() -> None:
+    described = describe_recipe_fields()
+    sections = {name: hint for name, hint in get_type_hints(Recipe).items() if dataclasses.is_dataclass(hint)}
+    for cls in (Recipe, RewardSpec, *sections.values()):
+        for f in dataclasses.fields(cls):
+            assert f.metadata.get("help"), f"{cls.__name__}.{f.name} has no help"
+    for name, cls in sections.items():
+        for f in dataclasses.fields(cls):
+            assert f"{name}.{f.name}:" in described
+    assert "- weight: float = 1.0" in described and "GRPOConfig" in described
+
+
+# -- overrides ----------------------------------------------------------------------------------------
+def test_overrides_are_parsed_as_yaml() -> None:
+    recipe = load_recipe(
+        "search",
+        [
+            "rollout.max_turns=5",
+            "trainer.learning_rate=1e-5",  # YAML 1.1 reads this as a string; it is a number here
+            "trainer.max_steps=3",
+            "model.lora=true",
+            "model.lora_target_modules=[q_proj, v_proj]",
+            "data.eval=null",
+            "rewards.1.weight=2",
+            "tools.timeout_s=7",
+            "prompt.system=Be brief.",
+        ],
+    )
+    assert recipe.rollout.max_turns == 5
+    assert recipe.trainer["learning_rate"] == 1e-5 and recipe.trainer["max_steps"] == 3
+    assert recipe.model.lora is True and recipe.model.lora_target_modules == ["q_proj", "v_proj"]
+    assert recipe.data.eval is None
+    assert recipe.rewards[1].weight == 2
+    assert [server.timeout_s for server in recipe.server_configs()] == [7.0]
+    assert recipe.prompt.system == "Be brief."
+
+
+def test_overrides_create_missing_sections_and_leave_the_input_alone() -> None:
+    raw: dict[str, Any] = {"rollout": {"max_turns": 2}}
+    changed = apply_overrides(raw, ["tools.mcpServers.echo.command=python", "rollout.max_turns=3"])
+    assert changed["tools"] == {"mcpServers": {"echo": {"command": "python"}}}
+    assert raw == {"rollout": {"max_turns": 2}}
+
+
+# -- interpolation ------------------------------------------------------------------------------------
+def _with_server(args: list[str], **data: Any) -> dict[str, Any]:
+    return {"data": data, "tools": {"mcpServers": {"s": {"command": "python", "args": args}}}}
+
+
+def test_dotted_references_are_interpolated_and_undotted_ones_left_for_the_environment(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("{}\n")
+    raw = _with_server(
+        ["--corpus", "${data.corpus}", "--name=${model.name_or_path}-x", "${HOME}"], corpus=str(corpus)
+    )
+    recipe = recipe_from_dict(raw)
+    assert recipe.tools.mcpServers["s"]["args"] == [
+        "--corpus",
+        str(corpus),
+        "--name=smollm2-135m-x",
+        "${HOME}",
+    ]
+
+
+def test_relative_corpus_paths_are_resolved_against_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "mine.jsonl").write_text("{}\n")
+    monkeypatch.chdir(tmp_path)
+    recipe = recipe_from_dict(_with_server(["${data.corpus}"], corpus="mine.jsonl"))
+    assert recipe.tools.mcpServers["s"]["args"] == [str(tmp_path / "mine.jsonl")]
+
+
+def test_interpolation_applies_after_overrides() -> None:
+    recipe = load_recipe("search", ["data.corpus=/elsewhere/corpus.jsonl"])
+    assert "/elsewhere/corpus.jsonl" in recipe.server_configs()[0].args
+
+
+# -- mistakes -----------------------------------------------------------------------------------------
+MALFORMED_OVERRIDES = [
+    (["modle.name_or_path=x"], "modle: unknown section (did you mean model?)"),
+    (["rollout.max_turn=3"], "rollout.max_turn: unknown field (did you mean max_turns?)"),
+    (["rollout.max_turns=three"], "rollout.max_turns: expected an integer, got 'three'"),
+    (["rollout.max_turns=true"], "rollout.max_turns: expected an integer, got true"),
+    (["model.lora=maybe"], "model.lora: expected true or false, got 'maybe'"),
+    (["model.dtype=fp16"], "model.dtype: expected one of 'auto', 'float32', 'bfloat16', got 'fp16'"),
+    (
+        ["rollout.observation_role=assistant"],
+        "rollout.observation_role: expected one of 'user', 'tool', 'inline'",
+    ),
+    (
+        ["rollout.on_no_action=stpo"],
+        "rollout.on_no_action: expected one of 'retry', 'stop', got 'stpo' (did you mean stop?)",
+    ),
+    (["rollout.backend=sglang"], "rollout.backend: expected one of 'transformers', 'vllm'"),
+    (["parser.name=json"], "parser.name: expected one of 'search_r1', 'tool_call', 'tags', got 'json'"),
+    (["rollout.max_new_tokens=-1"], "rollout.max_new_tokens: must be at least 1, got -1"),
+    (["tools.timeout_s=0"], "tools.timeout_s: must be positive, got 0"),
+    (["rollout.top_p=1.5"], "rollout.top_p: must be at most 1.0, got 1.5"),
+    (["data.train_limit=ten"], "data.train_limit: expected an integer or null, got 'ten'"),
+    (
+        ["rollout.max_new_tokens=1000"],
+        "rollout.max_new_tokens: 1000 exceeds rollout.max_completion_tokens (384)",
+    ),
+    (
+        ["trainer.learning_rat=1e-5"],
+        "trainer.learning_rat: not a GRPOConfig field (did you mean learning_rate?)",
+    ),
+    (["trainer.learning_rate=fast"], "trainer.learning_rate: expected a number, got 'fast'"),
+    (["trainer.num_generations=1"], "trainer.num_generations: must be at least 2, got 1"),
+    (["trainer.use_vllm=3"], "trainer.use_vllm: expected true or false, got 3"),
+    (["foo"], "--set foo: expected KEY.PATH=VALUE, e.g. --set rollout.max_turns=3"),
+    (["=3"], "--set =3: expected KEY.PATH=VALUE"),
+    (["x=[1"], "--set x: value '[1' is not valid YAML"),
+    (["rollout.max_turns.x=3"], "--set rollout.max_turns.x: rollout.max_turns is 3, which has no field 'x'"),
+    (["rewards.5.weight=1"], "--set: rewards is a list of 3 item(s); use an index 0..2"),
+    (["rewards=[{name: exact}]"], "rewards[0].name: unknown reward 'exact' (did you mean exact_match?)"),
+    (["rewards=[{name: exact_match, wieght: 2}]"], "rewards[0].wieght: unknown field (did you mean weight?)"),
+    (["rewards=[]"], "rewards: give at least one reward"),
+    (["parser.options={bogus: 1}"], "parser.options: invalid options for parser 'search_r1'"),
+    (["prompt.few_shot=[{role: bot, content: hi}]"], "prompt.few_shot[0]: expected a chat message"),
+    (["prompt.few_shot=hello"], "prompt.few_shot: expected a list of mappings, got 'hello'"),
+    (["prompt.user_template='Q: {question'"], "prompt.user_template: not a valid format string"),
+    (["model=smollm2"], "model: expected a mapping with fields name_or_path, dtype"),
+    (["tools.mcpServers.search.comand=python"], "tools.mcpServers.search: unknown field(s) ['comand']"),
+    (["tools.mcpServers.search=python"], "tools.mcpServers.search must be an object with 'command' or 'url'"),
+    (["tools.mcpServers.web={url: ftp://x}"], "tools.mcpServers.web.url must start with http:// or https://"),
+    (
+        ["tools.mcpServers.search.args=${data.corpsu}"],
+        "${data.corpsu} names no recipe field (did you mean data.corpus?)",
+    ),
+    (
+        ["data.corpus=null"],
+        "tools.mcpServers.search.args[3]: ${data.corpus} is null; set data.corpus in the recipe",
+    ),
+    (
+        ["tools.mcpServers.search.args=['${NO_SUCH_VAR_42}']"],
+        "environment variable NO_SUCH_VAR_42 is not set",
+    ),
+    (
+        ["data.corpus=fictionl"],
+        "data.corpus: 'fictionl' is neither a file nor a built-in dataset (did you mean fictional?)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"), MALFORMED_OVERRIDES, ids=[o[0] for o, _ in MALFORMED_OVERRIDES]
+)
+def test_malformed_recipe_is_refused_with_one_line(overrides: list[str], message: str) -> None:
+    with raises_one_line(message):
+        load_recipe("search", overrides)
+
+
+def test_undotted_references_are_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_CORPUS", "/from/env.jsonl")
+    recipe = load_recipe("search", ["tools.mcpServers.search.args=['${MY_CORPUS}']"], check_trainer=False)
+    assert recipe.tools.mcpServers["search"]["args"] == ["${MY_CORPUS}"]  # expanded when servers start
+    assert recipe.server_configs()[0].args == ["/from/env.jsonl"]
+
+
+MALFORMED_FILES = [
+    ("rollout:\n  max_turns: [1\n", "not valid YAML"),
+    ("- model\n- data\n", "expected a mapping of recipe sections, got list"),
+    ("rollout: 3\n", "rollout: expected a mapping with fields max_turns"),
+    (
+        "trainer:\n  learning_rate: 1e-3\n  bf16: yes please\n",
+        "trainer.bf16: expected true or false or null, got 'yes please'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), MALFORMED_FILES)
+def test_malformed_file_is_refused_with_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with raises_one_line(message):
+        load_recipe(str(path))
+
+
+def test_missing_or_unknown_recipes(tmp_path: Path) -> None:
+    with raises_one_line(f"{tmp_path / 'nope.yaml'}: no such recipe file"):
+        load_recipe(str(tmp_path / "nope.yaml"))
+    with raises_one_line("unknown recipe 'serch' (did you mean search?); available: calculator, search"):
+        load_recipe("serch")
+
+
+def test_a_recipe_file_by_path_is_named_after_its_stem(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text("rollout:\n  max_turns: 2\ntrainer:\n  learning_rate: 3e-6\n")
+    recipe = load_recipe(str(path))
+    assert (recipe.name, recipe.rollout.max_turns, recipe.trainer["learning_rate"]) == ("mine", 2, 3e-6)
