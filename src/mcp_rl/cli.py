@@ -8,9 +8,9 @@
 Exit codes: 0 success; 1 a tool call failed (its observation is still printed); 2 a usage or
 configuration error, reported as one line without a traceback.
 
-Reserved for the training commands, added by their own modules and registered on ``app`` here:
-``train``, ``eval`` and ``rollout``. They take a recipe the same way (``--recipe`` name or path plus
-``--set`` overrides, loaded with ``mcp_rl.recipe.load_recipe``) and report errors through ``_fail``.
+    mcp-rl train       --recipe NAME [--output-dir DIR] [--resume] [--model PATH] [--set k=v ...]
+    mcp-rl eval        --recipe NAME [--model CKPT] [--split test] [--limit N] [--corpus F] [--qa F]
+    mcp-rl rollout     --recipe NAME [--n 4] [--model CKPT]
 """
 
 from __future__ import annotations
@@ -225,6 +225,98 @@ def recipes_show(
     typer.echo(recipe_to_yaml(recipe), nl=False)
     if fields:
         typer.echo("\n# Fields\n" + describe_recipe_fields(), nl=False)
+
+
+# -- training and evaluation -------------------------------------------------------------------------
+@contextmanager
+def _run_errors() -> Iterator[None]:
+    """Configuration and missing-model errors as one line; anything else keeps its traceback."""
+    from mcp_rl.models import ModelNotFoundError
+
+    with _config_errors():
+        try:
+            yield
+        except (ModelNotFoundError, ValueError) as error:
+            _fail(str(error))
+
+
+def _load_for_run(recipe: str, overrides: list[str] | None) -> Any:
+    with _config_errors():
+        return load_recipe(recipe, overrides or ())
+
+
+@app.command()
+def train(
+    recipe: Annotated[str, typer.Option("--recipe", "-r", help="Recipe name or path to a .yaml file.")],
+    output_dir: Annotated[
+        str | None, typer.Option("--output-dir", "-o", help="Where checkpoints, logs and traces go.")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from the last complete checkpoint.")
+    ] = False,
+    model: Annotated[str | None, typer.Option("--model", help="Start from this model instead.")] = None,
+    overrides: SetOption = None,
+) -> None:
+    """Train a recipe with GRPO: progress bar, checkpoints, metrics, traces and a plot in --output-dir."""
+    from mcp_rl.training import train as run_training
+
+    loaded = _load_for_run(recipe, overrides)
+    output = output_dir or f"runs/{loaded.name}"
+    with _run_errors():
+        summary = run_training(loaded, output, resume=resume, model_path=model)
+    typer.echo(json.dumps(summary, indent=2))
+
+
+@app.command("eval")
+def evaluate(
+    recipe: Annotated[str, typer.Option("--recipe", "-r", help="Recipe name or path to a .yaml file.")],
+    model: Annotated[
+        str | None, typer.Option("--model", help="A checkpoint folder (default: the recipe's model).")
+    ] = None,
+    split: Annotated[
+        str | None, typer.Option("--split", help="Split of the eval questions (default: test).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N questions.")] = None,
+    corpus: Annotated[
+        str | None, typer.Option("--corpus", help="Search-R1 corpus jsonl (sets data.corpus).")
+    ] = None,
+    qa: Annotated[
+        str | None, typer.Option("--qa", help="FlashRAG-style QA jsonl or a dataset (sets data.eval).")
+    ] = None,
+    output: Annotated[str | None, typer.Option("--output", help="Report path (JSON).")] = None,
+    overrides: SetOption = None,
+) -> None:
+    """Greedy rollouts on held-out questions: EM, F1, tool calls per question, failure rates."""
+    from mcp_rl.evaluation import evaluate as run_eval
+
+    extra = [f"data.corpus={corpus}"] if corpus else []
+    extra += [f"data.eval={qa}"] if qa else []
+    loaded = _load_for_run(recipe, [*(overrides or []), *extra])
+    with _run_errors():
+        report = run_eval(
+            loaded,
+            model_path=model,
+            split=split,
+            limit=limit,
+            output=output or f"runs/{loaded.name}/eval.json",
+        )
+    typer.echo(json.dumps(report, indent=2))
+
+
+@app.command()
+def rollout(
+    recipe: Annotated[str, typer.Option("--recipe", "-r", help="Recipe name or path to a .yaml file.")],
+    n: Annotated[int, typer.Option("--n", help="How many episodes to show.")] = 4,
+    model: Annotated[str | None, typer.Option("--model", help="A checkpoint folder.")] = None,
+    greedy: Annotated[bool, typer.Option("--greedy", help="Greedy instead of sampled turns.")] = False,
+    overrides: SetOption = None,
+) -> None:
+    """Show a few episodes turn by turn, to debug a recipe before training."""
+    from mcp_rl.evaluation import show_rollouts
+
+    loaded = _load_for_run(recipe, overrides)
+    with _run_errors():
+        show_rollouts(loaded, n=n, model_path=model, greedy=greedy)
 
 
 if __name__ == "__main__":  # `python -m mcp_rl.cli`, for environments without the console script

@@ -195,6 +195,8 @@ class RolloutEngine:
             )
         items += [(error, error.message) for error in parsed.errors]
         content = self.parser.format_observation(items) if items else self.parser.invalid_action_message
+        if self.config.observation_role != "inline":
+            content = content.strip()  # a chat message needs no blank lines around it; inline text may
         observation_ids = self.observation_ids(
             content, ended_with_eos=trajectory.info["last_finish"] == "eos"
         )

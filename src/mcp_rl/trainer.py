@@ -7,9 +7,12 @@ whose observation tokens come back with ``tool_mask`` 0, so TRL's loss ignores t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from mcp_rl.configs import PromptConfig, RolloutConfig
@@ -19,6 +22,21 @@ from mcp_rl.parsers import Parser, build_parser
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.trajectory import Trajectory
+
+COMPLETE_MARKER = "checkpoint-complete"
+
+
+def last_complete_checkpoint(output_dir: str | Path) -> str | None:
+    """The newest ``checkpoint-N`` folder whose save finished, or None."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return None
+    complete = [
+        (int(path.name.split("-")[-1]), path)
+        for path in folder.glob("checkpoint-*")
+        if path.name.split("-")[-1].isdigit() and (path / COMPLETE_MARKER).exists()
+    ]
+    return str(max(complete)[1]) if complete else None
 
 
 class MCPGRPOTrainer(GRPOTrainer):
@@ -44,9 +62,11 @@ class MCPGRPOTrainer(GRPOTrainer):
         rollout: RolloutConfig | None = None,
         generator: Generator | None = None,
         close_pool: bool = True,
+        trace_path: str | Path | None = None,
         **kwargs: Any,
     ) -> None:
         self.pool = pool
+        self.trace_path = Path(trace_path) if trace_path else None
         self.close_pool = close_pool
         self.rollout_config = rollout or RolloutConfig()
         self.parser = build_parser(parser) if isinstance(parser, str) else parser
@@ -97,16 +117,72 @@ class MCPGRPOTrainer(GRPOTrainer):
         return prompt_ids, completion_ids, tool_mask, completions, logprobs, extra_fields, None, []
 
     def log_rollout(self, mode: str, trajectories: Sequence[Trajectory]) -> None:
-        """Rollout and tool metrics into TRL's per-step metrics (averaged and logged by TRL)."""
+        """Rollout and tool metrics into TRL's per-step metrics, combined over all processes.
+
+        Counters (calls, failures) are summed over processes; everything else is averaged, so a run on
+        N processes logs the same quantities as one process doing all the work.
+        """
         metrics = {**rollout_metrics(trajectories), **self.engine.last_stats, **self.pool.metrics(reset=True)}
-        for key, value in metrics.items():
-            self._metrics[mode][key].append(float(value))
-        model_tokens = sum(t.completion_mask.count(1) + len(t.prompt_ids) for t in trajectories)
+        # Every process must contribute the same keys to the collective, even those whose pool saw no call.
+        keys = sorted(
+            set().union(*self.accelerator.gather_for_metrics([sorted(metrics)], use_gather_object=True))
+        )
+        local = torch.tensor([float(metrics.get(k, 0.0)) for k in keys], device=self.accelerator.device)
+        gathered = self.accelerator.gather(local.unsqueeze(0)).reshape(-1, len(keys))
+        for index, key in enumerate(keys):
+            column = gathered[:, index]
+            summed = key.endswith("/calls") or "/failures" in key or key.endswith("/reconnects")
+            self._metrics[mode][key].append((column.sum() if summed else column.mean()).item())
+        lengths = torch.tensor([float(t.completion_mask.count(1)) for t in trajectories], device=local.device)
+        prompt_tokens = torch.tensor(float(sum(len(t.prompt_ids) for t in trajectories)), device=local.device)
+        all_lengths = self.accelerator.gather(lengths)
         if mode == "train":
-            self.state.num_input_tokens_seen += model_tokens
+            total = self.accelerator.gather(prompt_tokens.unsqueeze(0)).sum() + all_lengths.sum()
+            self.state.num_input_tokens_seen += int(total.item())
         self._metrics[mode]["num_tokens"] = [self.state.num_input_tokens_seen]
-        lengths = [t.completion_mask.count(1) for t in trajectories]
-        self._metrics[mode]["completions/mean_length"].append(sum(lengths) / max(1, len(lengths)))
+        self._metrics[mode]["completions/mean_length"].append(all_lengths.mean().item())
+
+    def _calculate_rewards(
+        self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any
+    ) -> Any:
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        if self.trace_path is not None:
+            # TRL gathers rewards from all processes; this process's samples are its own slice.
+            start = self.accelerator.process_index * len(prompts)
+            local = rewards_per_func[start : start + len(prompts)].tolist()
+            self.write_traces(self.last_trajectories, local, inputs)
+        return rewards_per_func
+
+    def write_traces(self, trajectories: Sequence[Trajectory], rewards: list[list[float]], rows: Any) -> None:
+        """Append one JSON line per trajectory: the episode, its reward per function, the gold answers."""
+        assert self.trace_path is not None
+        names = self.reward_func_names
+        path = self.trace_path
+        if self.accelerator.num_processes > 1:
+            path = path.with_name(f"{path.stem}.rank{self.accelerator.process_index}{path.suffix}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as out:
+            for trajectory, scores, row in zip(trajectories, rewards, rows, strict=False):
+                record = {
+                    "step": self.state.global_step,
+                    "rewards": dict(zip(names, scores, strict=False)),
+                    "golden_answers": row.get("golden_answers"),
+                    **trajectory.to_dict(),
+                }
+                record.pop("prompt_messages")  # the same for a whole group, and long
+                record["question"] = row.get("question")
+                out.write(json.dumps(record, default=str) + "\n")
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        """Checkpoints as TRL/transformers write them, then a marker saying the folder is complete.
+
+        A run killed mid-save leaves a folder without the marker; resuming skips it (see
+        ``last_complete_checkpoint``), so a crash never resumes from half-written weights.
+        """
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save:
+            folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
+            (folder / COMPLETE_MARKER).write_text(str(self.state.global_step))
 
     # -- lifetime -------------------------------------------------------------------------------------
     def train(self, *args: Any, **kwargs: Any) -> Any:

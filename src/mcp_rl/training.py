@@ -1,0 +1,259 @@
+"""``mcp-rl train``: a recipe → model, tool pool, rewards, dataset, trainer; checkpoints, logs, traces, plot.
+
+Everything a run writes lands in its output folder:
+
+    checkpoint-N/        atomic checkpoints (resume with --resume)
+    final/               the trained model and tokenizer
+    metrics.jsonl        one line per logged step (TRL's metrics, rewards, tool counters)
+    traces.jsonl         every rollout: turns, calls, observations, rewards
+    summary.json         the run in numbers;  training.png: reward and exact match over steps
+    recipe.yaml          the resolved recipe;  tool_servers.log: the servers' stderr
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+from transformers import TrainerCallback
+from transformers.trainer_callback import ProgressCallback
+
+from mcp_rl.configs import Recipe
+from mcp_rl.data import load_qa
+from mcp_rl.models import cpu_supports_bf16, load_model
+from mcp_rl.pool import BlockingToolPool
+from mcp_rl.recipe import recipe_to_yaml
+from mcp_rl.rewards import build_reward_functions
+from mcp_rl.trainer import MCPGRPOTrainer, last_complete_checkpoint
+
+
+def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
+    """``GRPOConfig`` from the recipe's ``trainer`` section, over defaults that suit the machine."""
+    from trl import GRPOConfig
+
+    on_gpu = torch.cuda.is_available()
+    defaults: dict[str, Any] = {
+        "output_dir": str(output_dir),
+        "use_cpu": not on_gpu,
+        # TRL defaults to bf16, which fails on a CPU without it; with AVX512-BF16/AMX autocast is faster.
+        "bf16": on_gpu or cpu_supports_bf16(),
+        "gradient_checkpointing": False,
+        "report_to": "none",
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_steps": 20,
+        "max_completion_length": recipe.rollout.max_completion_tokens,
+        "temperature": recipe.rollout.temperature,
+        "top_p": recipe.rollout.top_p,
+        "seed": recipe.data.seed,
+        "disable_tqdm": True,  # our own bar shows reward, EM and tool calls instead of raw log dicts
+    }
+    settings = {**defaults, **recipe.trainer, "output_dir": str(output_dir)}
+    return GRPOConfig(**settings)
+
+
+def training_dataset(recipe: Recipe) -> Any:
+    """Train questions, shuffled with the recipe's seed; single-hop first when ``curriculum`` is on."""
+    dataset = load_qa(recipe.data.train, recipe.data.train_split, None).shuffle(seed=recipe.data.seed)
+    if recipe.data.train_limit is not None:
+        dataset = dataset.select(range(min(recipe.data.train_limit, len(dataset))))
+    if recipe.data.curriculum and "hops" in dataset.column_names:
+        dataset = dataset.sort("hops", kind="stable")
+    return dataset
+
+
+def peft_config(recipe: Recipe) -> Any:
+    if not recipe.model.lora:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=recipe.model.lora_r,
+        lora_alpha=recipe.model.lora_alpha,
+        lora_dropout=recipe.model.lora_dropout,
+        target_modules=recipe.model.lora_target_modules or "all-linear",
+        task_type="CAUSAL_LM",
+    )
+
+
+class MetricsFile(TrainerCallback):
+    """Every log line as JSON, so a run can be plotted or compared without a tracking service."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **_: Any
+    ) -> None:
+        if state.is_world_process_zero and logs:
+            with self.path.open("a") as out:
+                out.write(json.dumps({"step": state.global_step, "time": time.time(), **logs}) + "\n")
+
+
+class RunProgress(TrainerCallback):
+    """One progress bar: step, reward, exact match, tool calls per second, ETA."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.started = time.monotonic()
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if state.is_world_process_zero:
+            self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="train", unit="step")
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **_: Any
+    ) -> None:
+        if self.bar is None or not logs or "reward" not in logs:
+            return
+        self.bar.n = state.global_step
+        elapsed = max(1e-9, time.monotonic() - self.started)
+        calls = logs.get("tools/calls", 0.0)
+        self.bar.set_postfix(
+            reward=f"{logs['reward']:.3f}",
+            em=f"{logs.get('rewards/exact_match/mean', float('nan')):.3f}",
+            calls_s=f"{calls / max(1e-9, logs.get('rollout/total_s', elapsed)):.1f}",
+        )
+        self.bar.refresh()
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if self.bar is not None:
+            self.bar.n = state.global_step
+            self.bar.close()
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plot_metrics(metrics: list[dict[str, Any]], path: Path) -> Path | None:
+    """Reward, exact match and tool calls per trajectory over steps, as a PNG."""
+    rows = [m for m in metrics if "reward" in m]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [m["step"] for m in rows]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for key, label in [
+        ("reward", "total reward"),
+        ("rewards/exact_match/mean", "exact match"),
+        ("rewards/f1/mean", "F1"),
+    ]:
+        values = [m.get(key, math.nan) for m in rows]
+        if any(not math.isnan(v) for v in values):
+            left.plot(steps, values, label=label)
+    left.set_xlabel("step")
+    left.set_title("reward")
+    left.legend()
+    left.grid(alpha=0.3)
+    right.plot(
+        steps, [m.get("rollout/calls_per_trajectory", math.nan) for m in rows], label="tool calls / episode"
+    )
+    right.plot(steps, [m.get("rollout/answered", math.nan) for m in rows], label="answered")
+    right.set_xlabel("step")
+    right.set_title("behaviour")
+    right.legend()
+    right.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def train(
+    recipe: Recipe, output_dir: str | Path, *, resume: bool = False, model_path: str | None = None
+) -> dict[str, Any]:
+    """Run a recipe's training; returns the summary also written to ``summary.json``."""
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    checkpoint = last_complete_checkpoint(output) if resume else None
+    if resume and checkpoint is None:
+        print(f"no complete checkpoint in {output}: starting from the beginning")
+    if not resume:
+        for stale in ("metrics.jsonl", "traces.jsonl"):
+            (output / stale).unlink(missing_ok=True)
+    (output / "recipe.yaml").write_text(recipe_to_yaml(recipe))
+    if model_path:
+        recipe.model.name_or_path = model_path
+    started = time.monotonic()
+    model, tokenizer = load_model(recipe.model)
+    errlog = (output / "tool_servers.log").open("a")
+    pool = BlockingToolPool(
+        recipe.server_configs(), observation_chars=recipe.tools.observation_chars, errlog=errlog
+    ).start()
+    try:
+        reward_funcs, weights = build_reward_functions(recipe.rewards, pool)
+        args = grpo_config(recipe, output)
+        args.reward_weights = weights
+        trainer = MCPGRPOTrainer(
+            model=model,
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=training_dataset(recipe),
+            processing_class=tokenizer,
+            pool=pool,
+            parser=_parser(recipe),
+            prompt=recipe.prompt,
+            rollout=recipe.rollout,
+            peft_config=peft_config(recipe),
+            trace_path=output / "traces.jsonl",
+            callbacks=[MetricsFile(output / "metrics.jsonl"), RunProgress()],
+        )
+        trainer.remove_callback(ProgressCallback)
+        trainer.train(resume_from_checkpoint=checkpoint)
+        final = output / "final"
+        trainer.save_model(str(final))
+        tokenizer.save_pretrained(str(final))
+    finally:
+        pool.close()
+        errlog.close()
+    metrics = read_metrics(output / "metrics.jsonl")
+    plot = plot_metrics(metrics, output / "training.png")
+    summary = summarize(metrics, time.monotonic() - started, resumed_from=checkpoint)
+    summary["plot"] = str(plot) if plot else None
+    summary["final_model"] = str(output / "final")
+    (output / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _parser(recipe: Recipe) -> Any:
+    from mcp_rl.parsers import build_parser
+
+    return build_parser(recipe.parser.name, **recipe.parser.options)
+
+
+def summarize(metrics: list[dict[str, Any]], wall_s: float, resumed_from: str | None) -> dict[str, Any]:
+    """First and last steps' numbers, so a run reads in one glance."""
+    steps = [m for m in metrics if "reward" in m]
+
+    def window(rows: list[dict[str, Any]], key: str) -> float | None:
+        values = [r[key] for r in rows if key in r]
+        return sum(values) / len(values) if values else None
+
+    head, tail = steps[:5], steps[-5:]
+    keys = [
+        "reward",
+        "rewards/exact_match/mean",
+        "rewards/f1/mean",
+        "rollout/calls_per_trajectory",
+        "rollout/answered",
+    ]
+    return {
+        "steps": steps[-1]["step"] if steps else 0,
+        "wall_s": round(wall_s, 1),
+        "resumed_from": resumed_from,
+        "first_5_steps": {k: window(head, k) for k in keys},
+        "last_5_steps": {k: window(tail, k) for k in keys},
+    }
