@@ -136,6 +136,9 @@ class _Connection:
         self.last_error = "not connected yet"
         self.closing = False
         self.first_attempt_failed = anyio.Event()
+        # The MCP client turns any HTTP error into "Server returned an error response"; the status itself
+        # is what tells a user that the token (401/403) or the Host header (421) is wrong.
+        self.http_status: int | None = None
 
     @property
     def reconnects(self) -> int:
@@ -164,15 +167,39 @@ class _Connection:
         limits = httpx2.Limits(max_connections=self.config.max_concurrency + 8, max_keepalive_connections=64)
         timeout = httpx2.Timeout(self.config.connect_timeout_s, read=None)
         async with (
-            httpx2.AsyncClient(headers=self.config.headers, timeout=timeout, limits=limits) as http,
+            httpx2.AsyncClient(
+                headers=self.config.headers,
+                timeout=timeout,
+                limits=limits,
+                event_hooks={"response": [self._note_http_status]},
+            ) as http,
             streamable_http_client(self.config.url or "", http_client=http) as streams,
         ):
             yield streams
+
+    async def _note_http_status(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self.http_status = response.status_code
+
+    def _http_error_hint(self) -> str | None:
+        status = self.http_status
+        if status in (401, 403):
+            return (
+                f"HTTP {status}: the server rejected the credentials; check this server's 'headers' "
+                "(e.g. Authorization: Bearer ${TOKEN}) and that the token is the one the server expects"
+            )
+        if status == 421:
+            return (
+                "HTTP 421: the server rejected the Host header (DNS-rebinding protection); connect through "
+                "the address the server listens on (127.0.0.1 or localhost)"
+            )
+        return None  # other statuses (405 on the optional GET stream, say) explain nothing at start-up
 
     async def supervise(self) -> None:
         """Connect, serve, and reconnect with exponential backoff until the pool closes."""
         delay = 0.1
         while not self.closing:
+            self.http_status = None
             try:
                 # One scope around the whole connection (anyio scopes must nest): its deadline bounds the
                 # start and handshake, and is lifted once the tools are listed.
@@ -194,6 +221,9 @@ class _Connection:
                     self.last_error = f"no handshake within {self.config.connect_timeout_s:.0f} s"
             except Exception as error:  # ExceptionGroup included: a dead HTTP transport raises one
                 self.last_error = _describe(error)
+                hint = self._http_error_hint()
+                if hint is not None:
+                    self.last_error = f"{hint} ({self.last_error})"
             self._drop()
             if self.connections == 0:
                 self.first_attempt_failed.set()
