@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import gather_object
 from trl import GRPOConfig, GRPOTrainer
+from trl.models import unwrap_model_for_generation
 
 from mcp_rl.configs import PromptConfig, RolloutConfig
 from mcp_rl.engine import RolloutEngine, rollout_metrics
@@ -103,7 +105,13 @@ class MCPGRPOTrainer(GRPOTrainer):
     def _generate(self, prompts: list[Any]) -> tuple[Any, ...]:
         """Multi-turn rollouts for TRL: prompt/completion ids, tool mask, completions, logprobs, extras."""
         mode = "train" if self.model.training else "eval"
-        trajectories = self.engine.rollout(prompts, num_generations=1)
+        # Sharded weights (ZeRO-3, FSDP) are gathered for generation: every forward pass would otherwise be a
+        # collective that all ranks must join, and ranks finish their episodes at different turns.
+        with unwrap_model_for_generation(
+            self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
+        ) as unwrapped:
+            self.generator.model = unwrapped
+            trajectories = self.engine.rollout(prompts, num_generations=1)
         self.last_trajectories = trajectories
         self.log_rollout(mode, trajectories)
         prompt_ids = [t.prompt_ids for t in trajectories]
@@ -124,9 +132,7 @@ class MCPGRPOTrainer(GRPOTrainer):
         """
         metrics = {**rollout_metrics(trajectories), **self.engine.last_stats, **self.pool.metrics(reset=True)}
         # Every process must contribute the same keys to the collective, even those whose pool saw no call.
-        keys = sorted(
-            set().union(*self.accelerator.gather_for_metrics([sorted(metrics)], use_gather_object=True))
-        )
+        keys = sorted(set().union(*gather_object([sorted(metrics)])))
         local = torch.tensor([float(metrics.get(k, 0.0)) for k in keys], device=self.accelerator.device)
         gathered = self.accelerator.gather(local.unsqueeze(0)).reshape(-1, len(keys))
         for index, key in enumerate(keys):

@@ -1,0 +1,187 @@
+"""Two GRPO steps of ``MCPGRPOTrainer`` in every process of a multi-process (DDP) launch, on CPU.
+
+    accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no \\
+        --dynamo_backend no tests/scripts/ddp_train.py OUTDIR
+
+(``--multi_gpu`` picks accelerate's torchrun launcher; with ``use_cpu=True`` below the processes form a
+gloo group on the CPU. ``--cpu --num_processes 2`` would start a single process: accelerate's CPU launcher
+spreads processes only through mpirun.)
+
+Each process builds the tiny searching model of ``tests/tiny.py``, starts its own ``BlockingToolPool``
+against the real search server (stdio) on a small corpus, trains, and writes ``OUTDIR/rank<N>.json``: what
+it generated and called, per step, its local losses, its server processes, and which checkpoints it wrote.
+``tests/test_distributed.py`` reads those files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+# No process of this script may reach a network: everything it needs is built here.
+for name, value in {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "WANDB_MODE": "disabled",
+    "TRL_EXPERIMENTAL_SILENCE": "1",
+}.items():
+    os.environ.setdefault(name, value)
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+import torch  # noqa: E402
+from datasets import Dataset  # noqa: E402
+from tiny import TEST_QUESTIONS, search_stdio_entry, searching_model, tiny_prompt_config, write_corpus  # noqa: E402
+from trl import GRPOConfig  # noqa: E402
+
+from mcp_rl.configs import RolloutConfig  # noqa: E402
+from mcp_rl.pool import BlockingToolPool  # noqa: E402
+from mcp_rl.rewards import exact_match, format_reward  # noqa: E402
+from mcp_rl.servers import parse_mcp_servers  # noqa: E402
+from mcp_rl.trainer import MCPGRPOTrainer  # noqa: E402
+from mcp_rl.trajectory import Trajectory  # noqa: E402
+
+
+def child_pids() -> set[int]:
+    """Live processes whose parent is this one (the pool spawns its stdio servers from a thread of ours)."""
+    children = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                children.add(int(entry))
+    return children
+
+
+class RecordingTrainer(MCPGRPOTrainer):
+    """``MCPGRPOTrainer`` that notes, per rollout batch, what this process alone generated and called."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.record: dict[str, list[Any]] = {
+            "trajectories": [],
+            "calls": [],
+            "pool_calls": [],
+            "model_tokens": [],
+            "local_losses": [],
+            "saves": [],
+            "weight_writes": [],
+        }
+        record_writes(self.model, self.record["weight_writes"])
+
+    def log_rollout(self, mode: str, trajectories: Any) -> None:
+        batch: list[Trajectory] = list(trajectories)
+        # Read the pool's counters before the trainer resets them: this process's calls in this batch.
+        pool = self.pool.metrics()
+        self.record["pool_calls"].append({k: v for k, v in pool.items() if k.endswith("/calls")})
+        self.record["trajectories"].append(len(batch))
+        self.record["calls"].append(sum(len(t.calls) for t in batch))
+        self.record["model_tokens"].append(sum(t.completion_mask.count(1) + len(t.prompt_ids) for t in batch))
+        super().log_rollout(mode, batch)
+
+    def training_step(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        loss = super().training_step(*args, **kwargs)
+        self.record["local_losses"].append(float(loss))
+        return loss
+
+    def _save(self, output_dir: str | None = None, state_dict: Any = None) -> None:
+        # transformers calls `_save` on every rank and returns early where `should_save` is false; the
+        # weights are written by `save_pretrained`, whose calls `record_writes` counts.
+        self.record["saves"].append({"dir": str(output_dir), "should_save": self.args.should_save})
+        super()._save(output_dir, state_dict)
+
+
+def record_writes(model: Any, writes: list[str]) -> None:
+    """Note every ``save_pretrained`` of ``model`` that this process really performs."""
+    original = model.save_pretrained
+
+    def save_pretrained(directory: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("is_main_process", True):
+            writes.append(str(directory))
+        return original(directory, *args, **kwargs)
+
+    model.save_pretrained = save_pretrained
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("outdir", type=Path)
+    parser.add_argument("--steps", type=int, default=2)
+    options = parser.parse_args(argv)
+    out: Path = options.outdir
+    # Tiny matmuls gain nothing from threads, and two processes on two cores must not oversubscribe them.
+    torch.set_num_threads(1)
+
+    args = GRPOConfig(
+        output_dir=str(out / "trainer"),
+        max_steps=options.steps,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        save_strategy="steps",
+        save_steps=options.steps,
+        seed=0,
+        disable_tqdm=True,
+        ddp_find_unused_parameters=False,  # every parameter takes part in the loss: skip DDP's graph walk
+    )
+    rank, world_size = args.process_index, args.world_size
+    own = out / f"rank{rank}"
+    corpus = write_corpus(own / "corpus.jsonl")
+    model, tokenizer = searching_model(seed=0)
+    dataset = Dataset.from_list(
+        [{"question": q, "golden_answers": ["Draskel"]} for q in TEST_QUESTIONS for _ in range(4)]
+    )
+    before = child_pids()
+    pool = BlockingToolPool(parse_mcp_servers({"search": search_stdio_entry(corpus, own / "cache")})).start()
+    server_pids = sorted(child_pids() - before)
+    trainer = RecordingTrainer(
+        model=model,
+        reward_funcs=[exact_match, format_reward],
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        pool=pool,
+        parser="search_r1",
+        prompt=tiny_prompt_config(),
+        rollout=RolloutConfig(max_turns=3, max_new_tokens=16, temperature=1.0),
+    )
+    trainer.train()  # closes the pool, which stops the search server
+    trainer.save_model(str(out / "final"))  # every rank calls it (FSDP/ZeRO-3 need that); rank 0 writes
+    state = trainer.accelerator.state
+    result = {
+        "rank": rank,
+        "world_size": world_size,
+        "distributed_type": str(state.distributed_type),
+        "backend": state.backend,
+        "device": str(trainer.accelerator.device),
+        "pid": os.getpid(),
+        "server_pids": server_pids,
+        "steps": trainer.state.global_step,
+        "losses_finite": all(math.isfinite(v) for v in trainer.record["local_losses"]),
+        **trainer.record,
+        "log_history": trainer.state.log_history,
+    }
+    (out / f"rank{rank}.json").write_text(json.dumps(result, indent=1, default=str))
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.end_training()  # destroys the process group: no gloo warning at exit
+
+
+if __name__ == "__main__":
+    main()
