@@ -12,11 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_SERVER = str(ROOT / "tests" / "servers" / "echo.py")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(ROOT / "tests"))
+# Tiny test models' matmuls are too small to split across threads; one thread is faster, and much faster
+# when the machine is busy (spin-waiting OpenMP threads).
+torch.set_num_threads(1)
 
 
 def free_port() -> int:
@@ -92,84 +97,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.anyio)
 
 
-# -- tiny models and a small real search corpus ----------------------------------------------------------
-SEARCH_EPISODE = [
-    {"role": "user", "content": "Where does the fox live?"},
-    {"role": "assistant", "content": "<search> fox </search>"},
-    {"role": "user", "content": "<information>Doc 1(Title: Fox) The fox lives in Draskel.</information>"},
-    {"role": "assistant", "content": "<answer> Draskel </answer>"},
-]
+# -- tiny models and a small real search corpus (built by tests/tiny.py, shared with scripts) -------------
+from tiny import (  # noqa: E402
+    SEARCH_EPISODE,
+    TEST_QUESTIONS,
+    TEST_SYSTEM,
+    search_stdio_entry,
+    searching_model,
+    tiny_prompt_config,
+    warm_up,
+    write_corpus,
+)
 
-
-def warm_up(model, tokenizer, conversations, steps: int = 120, lr: float = 3e-3) -> None:
-    """A short supervised warm-up so a random tiny model writes real actions (tests need tool calls)."""
-    import torch
-
-    texts = [tokenizer.apply_chat_template(c, tokenize=False) for c in conversations]
-    batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    model.train()
-    for _ in range(steps):
-        loss = model(**batch, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    model.eval()
-
-
-TEST_SYSTEM = "Answer with the search tool."
-TEST_QUESTIONS = ["Where does the fox live?", "Who founded the guild?", "In which year was the town founded?"]
-
-
-def tiny_prompt_config():
-    """Short prompts for tiny models: tool schemas go to the template (which ignores them), no few-shot."""
-    from mcp_rl.configs import PromptConfig
-
-    return PromptConfig(system=TEST_SYSTEM, tools_in="template")
+__all__ = ["SEARCH_EPISODE", "TEST_QUESTIONS", "TEST_SYSTEM", "tiny_prompt_config", "warm_up"]
 
 
 @pytest.fixture(scope="session")
 def searching_tiny_model():
     """A tiny Llama that answers any question with a ``<search>`` and then an ``<answer>``."""
-    from mcp_rl.models import tiny_model_and_tokenizer
-
-    model, tokenizer = tiny_model_and_tokenizer(seed=0)
-    system = {"role": "system", "content": TEST_SYSTEM}
-    conversations = [[system, {"role": "user", "content": q}, *SEARCH_EPISODE[1:]] for q in TEST_QUESTIONS]
-    warm_up(model, tokenizer, conversations)
-    return model, tokenizer
+    return searching_model(seed=0)
 
 
 @pytest.fixture
 def tiny_corpus(tmp_path: Path) -> Path:
     """A Search-R1 format corpus of a few invented passages."""
-    import json
-
-    passages = {
-        "Fox": "The fox lives in Draskel, a town on the river Ober.",
-        "Guild": "The Kessin Guild was founded by Velora Quint in 1842.",
-        "Draskel": "Draskel is a town founded in 1701 by cartographers.",
-        "Ober": "The Ober is a river that flows through Draskel and Morvane.",
-    }
-    path = tmp_path / "corpus.jsonl"
-    with path.open("w") as out:
-        for i, (title, text) in enumerate(passages.items()):
-            out.write(json.dumps({"id": str(i), "contents": f'"{title}"\n{text}'}) + "\n")
-    return path
+    return write_corpus(tmp_path / "corpus.jsonl")
 
 
 @pytest.fixture
 def search_entry(tiny_corpus: Path, tmp_path: Path) -> dict[str, object]:
     """An ``mcpServers`` entry for the real search tool server over stdio on ``tiny_corpus``."""
-    return {
-        "command": "python",
-        "args": [
-            "-m",
-            "tool_servers.search",
-            "--corpus",
-            str(tiny_corpus),
-            "--cache-dir",
-            str(tmp_path / "cache"),
-        ],
-    }
+    return search_stdio_entry(tiny_corpus, tmp_path / "cache")

