@@ -147,11 +147,12 @@ class PromptConfig:
         default_factory=list,
         metadata={"help": "Example episodes as chat messages ({role, content}), given as real turns first."},
     )
-    tools_in: Literal["auto", "template", "system"] = field(
+    tools_in: Literal["auto", "template", "system", "none"] = field(
         default="auto",
         metadata={
             "help": "Where tool schemas go: template (the chat template's tools=), system (the system "
-            "prompt), or auto (template when it renders tools, else system)."
+            "prompt), auto (template when it renders tools, else system), or none (the prompt and few-shot "
+            "turns already teach the tools; every prompt token costs rollout and training time)."
         },
     )
 

@@ -63,7 +63,7 @@ class PromptBuilder:
     def messages(self, row: Mapping[str, Any]) -> list[dict[str, Any]]:
         """System prompt (tool descriptions unless the template renders them), few-shot turns, question."""
         system = self.config.system or ""
-        if self.tools and not self.use_template_tools:
+        if self.tools and not self.use_template_tools and self.config.tools_in != "none":
             description = self.parser.describe_tools([tool.as_dict() for tool in self.tools])
             system = f"{system}\n\n{description}".strip()
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
