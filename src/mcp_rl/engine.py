@@ -8,6 +8,7 @@ as generated. Usable without TRL: evaluation and ``mcp-rl rollout`` drive it dir
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -42,8 +43,18 @@ class RolloutEngine:
         self.config = config
         self.frame_before, self.frame_after = prompts.observation_frame(config.observation_role)
         eos = tokenizer.eos_token_id
-        self.eos_text = tokenizer.decode([eos]) if eos is not None else None
+        eos_text = tokenizer.decode([eos]) if eos is not None else None
+        # The frame is the same for every observation: tokenize its pieces once.
+        self.before_ids = self._encode(self.frame_before)
+        after_eos = self.frame_before
+        if eos_text and after_eos.startswith(eos_text):
+            after_eos = after_eos[len(eos_text) :]  # the model already closed its turn
+        self.before_after_eos_ids = self._encode(after_eos)
+        self.after_ids = self._encode(self.frame_after)
+        self.truncated_ids = self._encode(TRUNCATED)
         self.last_stats: dict[str, float] = {}
+        # Call the generator every turn even when no episode is left (collective backends need it).
+        self.lockstep = False
 
     # -- the main loop --------------------------------------------------------------------------------
     def rollout(
@@ -60,7 +71,7 @@ class RolloutEngine:
         generate_s = tools_s = 0.0
         for turn_index in range(self.config.max_turns):
             active = [t for t in trajectories if not t.done]
-            if not active:
+            if not active and not self.lockstep:
                 break
             tick = time.perf_counter()
             generations = self.generate(active, sampling)
@@ -84,8 +95,10 @@ class RolloutEngine:
 
     def start(self, prompts: Sequence[Sequence[Mapping[str, Any]]], num_generations: int) -> list[Trajectory]:
         trajectories = []
+        encoded: dict[str, list[int]] = {}  # TRL hands each prompt over repeated once per generation
         for index, messages in enumerate(prompts):
-            prompt_ids = self.prompts.encode(messages)
+            key = json.dumps(messages, sort_keys=True, default=str)
+            prompt_ids = encoded.get(key) or encoded.setdefault(key, self.prompts.encode(messages))
             for _ in range(num_generations):
                 trajectories.append(
                     Trajectory(
@@ -213,16 +226,12 @@ class RolloutEngine:
 
     def observation_ids(self, content: str, *, ended_with_eos: bool) -> list[int]:
         """Frame + content token ids; the content is cut to ``max_observation_tokens`` with a marker."""
-        before = self.frame_before
-        if ended_with_eos and self.eos_text and before.startswith(self.eos_text):
-            before = before[len(self.eos_text) :]  # the model already closed its turn
-        encode = self._encode
-        content_ids = encode(content)
+        content_ids = self._encode(content)
         limit = self.config.max_observation_tokens
         if len(content_ids) > limit:
-            marker = encode(TRUNCATED)
-            content_ids = content_ids[: max(0, limit - len(marker))] + marker
-        return encode(before) + content_ids + encode(self.frame_after)
+            content_ids = content_ids[: max(0, limit - len(self.truncated_ids))] + self.truncated_ids
+        before = self.before_after_eos_ids if ended_with_eos else self.before_ids
+        return before + content_ids + self.after_ids
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []

@@ -19,7 +19,7 @@ from trl.models import unwrap_model_for_generation
 
 from mcp_rl.configs import PromptConfig, RolloutConfig
 from mcp_rl.engine import RolloutEngine, rollout_metrics
-from mcp_rl.generation import Generator, TransformersGenerator
+from mcp_rl.generation import Generation, Generator, SamplingParams, TransformersGenerator, cut_at_stop
 from mcp_rl.parsers import Parser, build_parser
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.prompts import PromptBuilder
@@ -39,6 +39,48 @@ def last_complete_checkpoint(output_dir: str | Path) -> str | None:
         if path.name.split("-")[-1].isdigit() and (path / COMPLETE_MARKER).exists()
     ]
     return str(max(complete)[1]) if complete else None
+
+
+class TRLVLLMGenerator:
+    """Generation through TRL's own vLLM integration (``use_vllm=True``, colocate or server mode).
+
+    For CUDA machines: TRL keeps pushing new weights to vLLM; we only set each turn's stop strings and
+    token budget. vLLM's sampled-token logprobs come back for TRL's importance-sampling correction.
+    """
+
+    def __init__(self, trainer: GRPOTrainer) -> None:
+        self.trainer = trainer
+        self.tokenizer = trainer.processing_class
+        self.eos_token_ids = set(trainer.eos_token_ids)
+
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]:
+        trainer, vllm = self.trainer, self.trainer.vllm_generation
+        if trainer.state.global_step != trainer._last_loaded_step:
+            vllm.sync_weights()
+            trainer._last_loaded_step = trainer.state.global_step
+        saved = (vllm.generation_kwargs, vllm.max_completion_length, vllm.temperature, vllm.top_p, vllm.top_k)
+        vllm.generation_kwargs = {
+            **saved[0],
+            "stop": list(sampling.stop_strings),
+            "include_stop_str_in_output": True,
+        }
+        vllm.max_completion_length = sampling.max_new_tokens
+        vllm.temperature, vllm.top_p = sampling.temperature, sampling.top_p
+        vllm.top_k = sampling.top_k if sampling.top_k > 0 else -1
+        try:
+            _, completions, logprobs, _ = vllm.generate(
+                prompts=[list(p) for p in prompts], images=None, num_generations=1
+            )
+        finally:
+            (vllm.generation_kwargs, vllm.max_completion_length, vllm.temperature, vllm.top_p, vllm.top_k) = (
+                saved
+            )
+        generations = []
+        for ids, token_logprobs in zip(completions, logprobs, strict=True):
+            cut, reason = cut_at_stop(ids, self.tokenizer, sampling.stop_strings, self.eos_token_ids)
+            sampled = [float("nan") if lp[0] is None else lp[0] for lp in token_logprobs]
+            generations.append(Generation(cut, reason, sampled[: len(cut)]))
+        return generations
 
 
 class MCPGRPOTrainer(GRPOTrainer):
@@ -87,13 +129,21 @@ class MCPGRPOTrainer(GRPOTrainer):
             processing_class=processing_class,
             **kwargs,
         )
-        self.generator = generator or TransformersGenerator(
-            self.accelerator.unwrap_model(self.model), processing_class, self.rollout_config.batch_size
-        )
+        self.generator = generator or self.default_generator()
         self.engine = RolloutEngine(
             self.generator, processing_class, self.parser, self.prompt_builder, pool, self.rollout_config
         )
+        # TRL's vLLM server gathers every rank's prompts in each generate call: all ranks must call it
+        # equally often, even those whose episodes have all ended.
+        self.engine.lockstep = bool(args.use_vllm and args.vllm_mode == "server")
         self.last_trajectories: list[Trajectory] = []
+
+    def default_generator(self) -> Generator:
+        """TRL's vLLM when ``use_vllm`` is set (GPU), else transformers ``generate`` on the policy itself."""
+        if self.args.use_vllm:
+            return TRLVLLMGenerator(self)
+        model = self.accelerator.unwrap_model(self.model)
+        return TransformersGenerator(model, self.processing_class, self.rollout_config.batch_size)
 
     def with_prompts(self, dataset: Any) -> Any:
         """Add the ``prompt`` column (chat messages) unless the dataset brings its own."""
@@ -110,7 +160,8 @@ class MCPGRPOTrainer(GRPOTrainer):
         with unwrap_model_for_generation(
             self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
         ) as unwrapped:
-            self.generator.model = unwrapped
+            if isinstance(self.generator, TransformersGenerator):
+                self.generator.model = unwrapped
             trajectories = self.engine.rollout(prompts, num_generations=1)
         self.last_trajectories = trajectories
         self.log_rollout(mode, trajectories)
