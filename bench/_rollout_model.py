@@ -32,7 +32,6 @@ FACTS: dict[str, tuple[str, str]] = {
     "heron": ("lake", "Velora"),
     "badger": ("hill", "Ostrand"),
 }
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def question(animal: str) -> str:
@@ -110,8 +109,10 @@ def render_episodes(tool_variants: Sequence[Sequence[Any]], animals: Sequence[st
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
+    from mcp_rl.models import TINY_SPECIALS
+
     renderer = PreTrainedTokenizerFast(
-        tokenizer_object=Tokenizer(models.BPE()), bos_token=SPECIALS[1], eos_token=SPECIALS[2]
+        tokenizer_object=Tokenizer(models.BPE()), bos_token=TINY_SPECIALS[1], eos_token=TINY_SPECIALS[2]
     )
     renderer.chat_template = chat_template()
     return [
@@ -123,46 +124,15 @@ def render_episodes(tool_variants: Sequence[Sequence[Any]], animals: Sequence[st
 
 def make_tokenizer(texts: Sequence[str], vocab_size: int = 1024) -> Any:
     """A byte-level BPE trained on the rendered episodes, with ChatML specials and Qwen2.5's chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from mcp_rl.models import tiny_tokenizer
 
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    backend.train_from_iterator(list(texts) * 4, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token=SPECIALS[1], eos_token=SPECIALS[2], pad_token=SPECIALS[0]
-    )
-    tokenizer.chat_template = chat_template()
-    tokenizer.padding_side = "left"
-    return tokenizer
+    return tiny_tokenizer(texts, chat_template=chat_template(), vocab_size=vocab_size)
 
 
 def make_model(tokenizer: Any, *, hidden_size: int = 64, layers: int = 2, seed: int = 0) -> Any:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from mcp_rl.models import tiny_llama
 
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=hidden_size * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model
+    return tiny_llama(tokenizer, seed=seed, hidden_size=hidden_size, layers=layers)
 
 
 def assistant_targets(tokenizer: Any, texts: Sequence[str], width: int) -> Any:
@@ -170,7 +140,9 @@ def assistant_targets(tokenizer: Any, texts: Sequence[str], width: int) -> Any:
     for the left-padded encodings of ``texts``."""
     import torch
 
-    header, end = "<|im_start|>assistant\n", SPECIALS[2]
+    from mcp_rl.models import TINY_SPECIALS
+
+    header, end = "<|im_start|>assistant\n", TINY_SPECIALS[2]
     mask = torch.zeros((len(texts), width), dtype=torch.bool)
     for row, text in enumerate(texts):
         spans, pos = [], 0

@@ -33,14 +33,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # tests/tiny.py: the same tiny model and corpus the tests use
 
-for name, value in {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "WANDB_MODE": "disabled",
-}.items():
-    os.environ.setdefault(name, value)
+from tiny import set_offline_env  # noqa: E402
+
+set_offline_env()
 
 
 class PlacementError(RuntimeError):
@@ -50,14 +45,17 @@ class PlacementError(RuntimeError):
 def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[str, Any]:
     """Train ``steps`` steps on ``device``; timings and placement facts back, or a ``PlacementError``."""
     import torch
-    from datasets import Dataset
-    from tiny import TEST_QUESTIONS, search_stdio_entry, searching_model, tiny_prompt_config, write_corpus
+    from tiny import (
+        search_stdio_entry,
+        searching_model,
+        searching_trainer_kwargs,
+        tiny_dataset,
+        tiny_grpo_config,
+        write_corpus,
+    )
     from transformers import TrainerCallback
-    from trl import GRPOConfig
 
-    from mcp_rl.configs import RolloutConfig
     from mcp_rl.pool import BlockingToolPool
-    from mcp_rl.rewards import exact_match, format_reward
     from mcp_rl.servers import parse_mcp_servers
     from mcp_rl.trainer import MCPGRPOTrainer
 
@@ -106,9 +104,7 @@ def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[st
             super().log_rollout(mode, batch)
 
     model, tokenizer = searching_model(seed=0)  # built and warmed up on the CPU; the trainer moves it
-    dataset = Dataset.from_list(
-        [{"question": q, "golden_answers": ["Draskel"]} for q in TEST_QUESTIONS for _ in range(steps * batch)]
-    )
+    dataset = tiny_dataset(steps * batch)
     timer = Timer()
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
         corpus = write_corpus(Path(tmp) / "corpus.jsonl")
@@ -116,32 +112,21 @@ def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[st
             parse_mcp_servers({"search": search_stdio_entry(corpus, Path(tmp) / "cache")})
         )
         pool.start()
-        args = GRPOConfig(
-            output_dir=str(Path(tmp) / "out"),
+        args = tiny_grpo_config(
+            Path(tmp) / "out",
             max_steps=steps,
             per_device_train_batch_size=batch,
-            num_generations=4,
-            learning_rate=1e-3,
-            logging_steps=1,
-            report_to="none",
             use_cpu=device == "cpu",
-            bf16=False,
-            gradient_checkpointing=False,
-            save_strategy="no",
-            seed=0,
             disable_tqdm=True,
         )
         trainer = CheckedTrainer(
             model=model,
-            reward_funcs=[exact_match, format_reward],
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
             pool=pool,
-            parser="search_r1",
-            prompt=tiny_prompt_config(),
-            rollout=RolloutConfig(max_turns=3, max_new_tokens=24, temperature=1.0),
             callbacks=[timer],
+            **searching_trainer_kwargs(max_new_tokens=24),
         )
         trainer.train()  # closes the pool
 

@@ -29,8 +29,6 @@ the ratio would be on an idle machine, since tool waits cost no CPU (a cross-che
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import json
 import os
 import platform
 import statistics
@@ -44,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import _rollout_model as task  # bench/ is sys.path[0] when run as a script
+from _common import finish, log, version
 
 HELPER = Path(task.__file__).resolve()
 ANIMAL = "fox"
@@ -52,17 +51,6 @@ TARGET_SPEEDUP = 10.0
 TARGET_OVERHEAD = 1.25
 MAX_NEW_TOKENS = 64  # per turn (ours); the turns here are about 20 tokens
 MAX_COMPLETION_TOKENS = 512  # per episode, model and tool tokens (both sides)
-
-
-def log(message: str) -> None:
-    print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
-def version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 @dataclass
@@ -451,15 +439,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # transformers 5.24 renamed gradient to activation checkpointing; TRL 1.16 still asks for the old name.
     warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
     result = bench(args)
-    log(
+    finish(
+        result,
         f"ours {result['ours_s']:.2f} s, TRL built-in {result['trl_builtin_s']:.2f} s: speedup "
         f"{result['speedup']:.1f}x (target >= {TARGET_SPEEDUP:.0f}"
         f"{'' if result['meets_targets']['speedup'] else ', MISSED'}); ideal {result['ideal_s']:.2f} s, "
         f"ours/ideal {result['overhead_vs_ideal']:.3f} (target <= {TARGET_OVERHEAD}"
         f"{'' if result['meets_targets']['overhead_vs_ideal'] else ', MISSED'})"
-        + ("" if result["valid"] else f"; INVALID: {'; '.join(result['problems'])}")
+        + ("" if result["valid"] else f"; INVALID: {'; '.join(result['problems'])}"),
     )
-    print(json.dumps(result), flush=True)
     return 0 if result["valid"] else 1
 
 

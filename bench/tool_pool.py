@@ -19,8 +19,6 @@ Progress goes to stderr; the last line on stdout is one JSON object. The targets
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import json
 import logging
 import os
 import platform
@@ -33,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _common import finish, log, version  # bench/ is sys.path[0]
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
@@ -46,17 +45,6 @@ TARGET_RATIO = 0.9
 TARGET_CONCURRENT_S = 0.3
 
 Call = tuple[str, dict[str, Any]]
-
-
-def log(message: str) -> None:
-    print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
-def version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 @dataclass
@@ -249,15 +237,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     result = anyio.run(bench, args)
-    log(
+    finish(
+        result,
         f"pool {result['pool_calls_per_s']:.0f} calls/s, raw {result['raw_calls_per_s']:.0f} calls/s, "
         f"ratio {result['ratio']:.3f} (target >= {TARGET_RATIO}"
         f"{'' if result['meets_targets']['ratio'] else ', MISSED'}); "
         f"256 x 100 ms through the pool {result['concurrent_256x100ms_s']:.3f} s "
         f"(target <= {TARGET_CONCURRENT_S}"
-        f"{'' if result['meets_targets']['concurrent_256x100ms'] else ', MISSED'})"
+        f"{'' if result['meets_targets']['concurrent_256x100ms'] else ', MISSED'})",
     )
-    print(json.dumps(result), flush=True)
     return 1 if result["failures"] else 0
 
 

@@ -26,9 +26,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
+from mcp_rl.models import tiny_llama, tiny_tokenizer
 from mcp_rl.pool import BlockingToolPool, ToolResult
 from mcp_rl.rewards import (
     DEFAULT_JUDGE_TEMPLATE,
@@ -173,42 +173,15 @@ def test_judge_score_parsing_and_template():
 # -- the tiny local model and a real OpenAI-style endpoint serving it ----------------------------------------
 @pytest.fixture(scope="module")
 def tiny_lm() -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
-    """A ~60k-parameter Llama and a byte-level BPE tokenizer trained here on a few sentences."""
+    """A tiny Llama (~30k parameters) and a byte-level BPE tokenizer trained here on a few sentences."""
     sentences = [
         "The judge reads the question and the reference answer.",
         "Paris is the capital of France and Berlin is the capital of Germany.",
         "Grade the answer against the reference and reply with a score.",
         "user assistant system question answer reference score",
-    ] * 4
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    specials = ["<pad>", "<s>", "</s>"]
-    trainer = trainers.BpeTrainer(
-        vocab_size=320, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    raw.train_from_iterator(sentences, trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=raw, pad_token="<pad>", bos_token="<s>", eos_token="</s>"
-    )
-    tokenizer.chat_template = (
-        "{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}</s>{% endfor %}"
-        "{% if add_generation_prompt %}<s>assistant:{% endif %}"
-    )
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    return LlamaForCausalLM(config).eval(), tokenizer
+    ]
+    tokenizer = tiny_tokenizer(sentences, vocab_size=320)
+    return tiny_llama(tokenizer, seed=0, hidden_size=32).eval(), tokenizer
 
 
 class JudgeEndpoint:

@@ -1,12 +1,15 @@
-"""A tiny model that searches, and a small real corpus: shared by tests, the DDP script and the GPU check.
+"""A tiny model that searches, a small real corpus and the GRPO run around them: shared by tests, the DDP
+script and the GPU check.
 
 Plain functions without pytest, so that scripts launched on their own (``accelerate launch
-tests/scripts/ddp_train.py``, ``bench/gpu_check.py``) build exactly what the test fixtures build.
+tests/scripts/ddp_train.py``, ``bench/gpu_check.py``) build exactly what the test fixtures build. Nothing
+here imports more than the standard library until called.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,14 @@ SEARCH_EPISODE = [
     {"role": "user", "content": "<information>Doc 1(Title: Fox) The fox lives in Draskel.</information>"},
     {"role": "assistant", "content": "<answer> Draskel </answer>"},
 ]
+# What scripts set (unless already set) before importing Hugging Face libraries: no network, no prompts.
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "WANDB_MODE": "disabled",
+}
 PASSAGES = {
     "Fox": "The fox lives in Draskel, a town on the river Ober.",
     "Guild": "The Kessin Guild was founded by Velora Quint in 1842.",
@@ -101,3 +112,69 @@ def search_stdio_entry(corpus: Path, cache_dir: Path) -> dict[str, Any]:
     # sys.executable rather than "python": the pool resolves "python" the same way, but scripts run
     # from a bare PYTHONPATH (the GPU check) have no venv to resolve against.
     return {"command": sys.executable, "args": search_server_args(corpus, cache_dir), "cwd": str(ROOT)}
+
+
+def set_offline_env(**extra: str) -> None:
+    """``OFFLINE_ENV`` and ``extra`` into ``os.environ``, keeping what is already set there."""
+    for name, value in {**OFFLINE_ENV, **extra}.items():
+        os.environ.setdefault(name, value)
+
+
+def child_pids() -> set[int]:
+    """Live processes whose parent is this one (the pool spawns its stdio servers from a thread of ours)."""
+    children = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                children.add(int(entry))
+    return children
+
+
+def tiny_dataset(repeats: int) -> Any:
+    """Each of ``TEST_QUESTIONS`` ``repeats`` times in a row, with the golden answer "Draskel"."""
+    from datasets import Dataset
+
+    return Dataset.from_list(
+        [{"question": q, "golden_answers": ["Draskel"]} for q in TEST_QUESTIONS for _ in range(repeats)]
+    )
+
+
+def tiny_grpo_config(output_dir: Path | str, **overrides: Any) -> Any:
+    """``GRPOConfig`` for a short CPU run of the tiny model: 2 steps of 4 completions (groups of 4), no
+    checkpoints; ``overrides`` replace or add settings."""
+    from trl import GRPOConfig
+
+    settings = {
+        "output_dir": str(output_dir),
+        "max_steps": 2,
+        "per_device_train_batch_size": 4,
+        "num_generations": 4,
+        "learning_rate": 1e-3,
+        "logging_steps": 1,
+        "report_to": "none",
+        "use_cpu": True,
+        "bf16": False,
+        "gradient_checkpointing": False,
+        "save_strategy": "no",
+        "seed": 0,
+        **overrides,
+    }
+    return GRPOConfig(**settings)
+
+
+def searching_trainer_kwargs(max_new_tokens: int = 16) -> dict[str, Any]:
+    """The ``MCPGRPOTrainer`` arguments of the tiny searching setup: rewards, parser, prompt and rollout."""
+    from mcp_rl.configs import RolloutConfig
+    from mcp_rl.rewards import exact_match, format_reward
+
+    return {
+        "reward_funcs": [exact_match, format_reward],
+        "parser": "search_r1",
+        "prompt": tiny_prompt_config(),
+        "rollout": RolloutConfig(max_turns=3, max_new_tokens=max_new_tokens, temperature=1.0),
+    }

@@ -11,6 +11,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,7 @@ CHATML_TEMPLATE = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
     "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+TINY_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # pad, bos, eos
 _TINY_CORPUS = [
     "<search> who founded the guild </search> <information> Doc 1(Title: Guild) text </information>",
     '<answer> Draskel </answer> <tool_call> {"name": "echo", "arguments": {"text": "hi"}} </tool_call>',
@@ -143,24 +145,31 @@ _TINY_CORPUS = [
 ]
 
 
-def tiny_model_and_tokenizer(seed: int = 0, hidden_size: int = 64, layers: int = 2) -> tuple[Any, Any]:
-    """A ~100k-parameter Llama with a byte-level BPE tokenizer trained on the fly (ChatML special tokens)."""
+def tiny_tokenizer(corpus: Sequence[str], chat_template: str = CHATML_TEMPLATE, vocab_size: int = 512) -> Any:
+    """A byte-level BPE trained on the fly on ``corpus``, with ChatML special tokens, left padding."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=512, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        vocab_size=vocab_size,
+        special_tokens=TINY_SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    backend.train_from_iterator(_TINY_CORPUS * 4, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
-    tokenizer.chat_template = CHATML_TEMPLATE
+    backend.train_from_iterator(list(corpus) * 4, trainer=trainer)
+    pad, bos, eos = TINY_SPECIALS
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=bos, eos_token=eos, pad_token=pad)
+    tokenizer.chat_template = chat_template
     tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def tiny_llama(tokenizer: Any, seed: int = 0, hidden_size: int = 64, layers: int = 2) -> Any:
+    """A small randomly initialised Llama (seeded) sized to ``tokenizer``'s vocabulary and special tokens."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -178,4 +187,10 @@ def tiny_model_and_tokenizer(seed: int = 0, hidden_size: int = 64, layers: int =
     model = LlamaForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model, tokenizer
+    return model
+
+
+def tiny_model_and_tokenizer(seed: int = 0, hidden_size: int = 64, layers: int = 2) -> tuple[Any, Any]:
+    """A ~100k-parameter Llama with a byte-level BPE tokenizer trained on the fly (ChatML special tokens)."""
+    tokenizer = tiny_tokenizer(_TINY_CORPUS)
+    return tiny_llama(tokenizer, seed=seed, hidden_size=hidden_size, layers=layers), tokenizer

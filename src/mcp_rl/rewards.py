@@ -221,6 +221,19 @@ def sample_question(row: Mapping[str, Any], trajectory: Trajectory | None = None
 
 
 # -- rule rewards --------------------------------------------------------------------------------------------
+def _score_answers(
+    score: Callable[[str | None, Any], float],
+    trajectories: Sequence[Trajectory] | None,
+    completions: Sequence[Any] | None,
+    golden_answers: Sequence[Any] | None,
+    columns: Mapping[str, Any],
+) -> list[float | None]:
+    """``score(answer, golds)`` per sample: the final answers against the golden-answer column."""
+    answers = _answers(trajectories, completions)
+    golds = golds_column(golden_answers, columns, len(answers))
+    return [score(a, g) for a, g in zip(answers, golds, strict=True)]
+
+
 def exact_match(
     *,
     trajectories: Sequence[Trajectory] | None = None,
@@ -229,9 +242,7 @@ def exact_match(
     **kwargs: Any,
 ) -> list[float | None]:
     """Search-R1's reward: 1.0 when the final answer matches a golden answer after normalisation."""
-    answers = _answers(trajectories, completions)
-    golds = golds_column(golden_answers, kwargs, len(answers))
-    return [exact_match_score(a, g) for a, g in zip(answers, golds, strict=True)]
+    return _score_answers(exact_match_score, trajectories, completions, golden_answers, kwargs)
 
 
 def f1(
@@ -242,9 +253,7 @@ def f1(
     **kwargs: Any,
 ) -> list[float | None]:
     """Token F1 of the final answer against the best golden answer: partial credit for near misses."""
-    answers = _answers(trajectories, completions)
-    golds = golds_column(golden_answers, kwargs, len(answers))
-    return [f1_score(a, g) for a, g in zip(answers, golds, strict=True)]
+    return _score_answers(f1_score, trajectories, completions, golden_answers, kwargs)
 
 
 def format_score(trajectory: Trajectory, partial_credit: float = 0.5) -> float:

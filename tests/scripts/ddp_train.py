@@ -23,46 +23,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# No process of this script may reach a network: everything it needs is built here.
-for name, value in {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "WANDB_MODE": "disabled",
-    "TRL_EXPERIMENTAL_SILENCE": "1",
-}.items():
-    os.environ.setdefault(name, value)
-
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-import torch  # noqa: E402
-from datasets import Dataset  # noqa: E402
-from tiny import TEST_QUESTIONS, search_stdio_entry, searching_model, tiny_prompt_config, write_corpus  # noqa: E402
-from trl import GRPOConfig  # noqa: E402
+from tiny import (  # noqa: E402
+    child_pids,
+    search_stdio_entry,
+    searching_model,
+    searching_trainer_kwargs,
+    set_offline_env,
+    tiny_dataset,
+    tiny_grpo_config,
+    write_corpus,
+)
 
-from mcp_rl.configs import RolloutConfig  # noqa: E402
+# No process of this script may reach a network: everything it needs is built here.
+set_offline_env(TRL_EXPERIMENTAL_SILENCE="1")
+
+import torch  # noqa: E402
+
 from mcp_rl.pool import BlockingToolPool  # noqa: E402
-from mcp_rl.rewards import exact_match, format_reward  # noqa: E402
 from mcp_rl.servers import parse_mcp_servers  # noqa: E402
 from mcp_rl.trainer import MCPGRPOTrainer  # noqa: E402
 from mcp_rl.trajectory import Trajectory  # noqa: E402
-
-
-def child_pids() -> set[int]:
-    """Live processes whose parent is this one (the pool spawns its stdio servers from a thread of ours)."""
-    children = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                children.add(int(entry))
-    return children
 
 
 class RecordingTrainer(MCPGRPOTrainer):
@@ -124,20 +107,11 @@ def main(argv: list[str] | None = None) -> None:
     # Tiny matmuls gain nothing from threads, and two processes on two cores must not oversubscribe them.
     torch.set_num_threads(1)
 
-    args = GRPOConfig(
-        output_dir=str(out / "trainer"),
+    args = tiny_grpo_config(
+        out / "trainer",
         max_steps=options.steps,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        learning_rate=1e-3,
-        logging_steps=1,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
         save_strategy="steps",
         save_steps=options.steps,
-        seed=0,
         disable_tqdm=True,
         ddp_find_unused_parameters=False,  # every parameter takes part in the loss: skip DDP's graph walk
     )
@@ -145,22 +119,17 @@ def main(argv: list[str] | None = None) -> None:
     own = out / f"rank{rank}"
     corpus = write_corpus(own / "corpus.jsonl")
     model, tokenizer = searching_model(seed=0)
-    dataset = Dataset.from_list(
-        [{"question": q, "golden_answers": ["Draskel"]} for q in TEST_QUESTIONS for _ in range(4)]
-    )
+    dataset = tiny_dataset(4)
     before = child_pids()
     pool = BlockingToolPool(parse_mcp_servers({"search": search_stdio_entry(corpus, own / "cache")})).start()
     server_pids = sorted(child_pids() - before)
     trainer = RecordingTrainer(
         model=model,
-        reward_funcs=[exact_match, format_reward],
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
         pool=pool,
-        parser="search_r1",
-        prompt=tiny_prompt_config(),
-        rollout=RolloutConfig(max_turns=3, max_new_tokens=16, temperature=1.0),
+        **searching_trainer_kwargs(),
     )
     trainer.train()  # closes the pool, which stops the search server
     trainer.save_model(str(out / "final"))  # every rank calls it (FSDP/ZeRO-3 need that); rank 0 writes
