@@ -16,6 +16,7 @@ from mcp_rl.configs import Recipe, RecipeError, RewardSpec
 from mcp_rl.recipe import (
     apply_overrides,
     describe_recipe_fields,
+    find_recipe,
     list_recipes,
     load_recipe,
     recipe_dirs,
@@ -67,7 +68,10 @@ def test_search_recipe_resolves_the_builtin_corpus_into_the_server_args() -> Non
         ("f1", 0.5),
         ("format", 0.1),
     ]
-    assert recipe.trainer["learning_rate"] == 5e-6 and recipe.trainer["loss_type"] == "dapo"
+    # The numbers are tuned over time: check they arrive as written in the file, as numbers.
+    written = yaml.safe_load(find_recipe("search").read_text())["trainer"]
+    assert recipe.trainer["learning_rate"] == float(written["learning_rate"]) > 0
+    assert recipe.trainer["loss_type"] == "dapo"
 
 
 def test_search_nq_leaves_environment_variables_to_the_servers(monkeypatch: pytest.MonkeyPatch) -> None:
