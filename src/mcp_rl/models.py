@@ -68,6 +68,10 @@ def _convert_gguf(builtin: BuiltinModel, target: Path) -> None:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         staging.rename(target)  # atomic: a killed conversion never leaves a half-written model behind
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (target / "config.json").exists():
+            raise  # another process converting at the same time won the rename: use its copy
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

