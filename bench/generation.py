@@ -23,18 +23,17 @@ stdout, before it). The target (speedup >= 2 on CPU) is reported, not enforced.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import platform
 import re
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import torch
+from _common import log, version
 from mcp.server.mcpserver import MCPServer
 
 from mcp_rl.configs import ModelConfig
@@ -49,17 +48,6 @@ from mcp_rl.servers import in_process
 
 TARGET_SPEEDUP = 2.0
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-def log(message: str) -> None:
-    print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
-def version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def make_search_server(corpus: Sequence[tuple[str, str]]) -> MCPServer:

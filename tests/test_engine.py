@@ -8,6 +8,7 @@ import anyio
 import pytest
 from conftest import TEST_QUESTIONS, tiny_prompt_config
 from mcp.server.mcpserver import MCPServer
+from tiny import mask_runs
 
 from mcp_rl.configs import RolloutConfig
 from mcp_rl.engine import RolloutEngine, rollout_metrics
@@ -28,17 +29,6 @@ def make_engine(model, tokenizer, pool, parser_name="search_r1", **rollout):
     ), prompts
 
 
-def runs(mask: list[int], ids: list[int]) -> list[tuple[int, list[int]]]:
-    """Consecutive (mask value, token ids) runs."""
-    out: list[tuple[int, list[int]]] = []
-    for value, token in zip(mask, ids, strict=True):
-        if out and out[-1][0] == value:
-            out[-1][1].append(token)
-        else:
-            out.append((value, [token]))
-    return out
-
-
 def test_multi_turn_search_with_exact_token_alignment(searching_tiny_model, search_entry):
     model, tokenizer = searching_tiny_model
     with BlockingToolPool(parse_mcp_servers({"search": search_entry})) as pool:
@@ -57,10 +47,12 @@ def test_multi_turn_search_with_exact_token_alignment(searching_tiny_model, sear
         assert len(trajectory.completion_ids) == len(trajectory.completion_mask)
         assert len(trajectory.completion_ids) <= engine.config.max_completion_tokens
         model_runs = [
-            ids for value, ids in runs(trajectory.completion_mask, trajectory.completion_ids) if value
+            ids for value, ids in mask_runs(trajectory.completion_mask, trajectory.completion_ids) if value
         ]
         observation_runs = [
-            ids for value, ids in runs(trajectory.completion_mask, trajectory.completion_ids) if not value
+            ids
+            for value, ids in mask_runs(trajectory.completion_mask, trajectory.completion_ids)
+            if not value
         ]
         assert [tokenizer.decode(ids, skip_special_tokens=True) for ids in model_runs] == [
             t.text for t in trajectory.turns

@@ -16,6 +16,7 @@ from tiny import (
     SEARCH_EPISODE,
     TEST_QUESTIONS,
     TEST_SYSTEM,
+    mask_runs,
     searching_trainer_kwargs,
     tiny_dataset,
     tiny_grpo_config,
@@ -192,16 +193,6 @@ def fixed_search_server() -> MCPServer:
     return server
 
 
-def runs(mask: list[int], ids: list[int]) -> list[tuple[int, list[int]]]:
-    out: list[tuple[int, list[int]]] = []
-    for value, token in zip(mask, ids, strict=True):
-        if out and out[-1][0] == value:
-            out[-1][1].append(token)
-        else:
-            out.append((value, [token]))
-    return out
-
-
 @needs_vllm
 def test_rollout_engine_on_vllm_keeps_the_mask_invariants(tiny_folder, vllm_generator):
     _, model, tokenizer = tiny_folder
@@ -225,7 +216,7 @@ def test_rollout_engine_on_vllm_keeps_the_mask_invariants(tiny_folder, vllm_gene
     for trajectory in vllm:
         assert len(trajectory.completion_ids) == len(trajectory.completion_mask)
         assert trajectory.logprobs is not None and len(trajectory.logprobs) == len(trajectory.completion_ids)
-        pieces = runs(trajectory.completion_mask, trajectory.completion_ids)
+        pieces = mask_runs(trajectory.completion_mask, trajectory.completion_ids)
         model_runs = [ids for value, ids in pieces if value]
         assert [tokenizer.decode(ids, skip_special_tokens=True) for ids in model_runs] == [
             turn.text for turn in trajectory.turns

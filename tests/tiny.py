@@ -178,3 +178,14 @@ def searching_trainer_kwargs(max_new_tokens: int = 16) -> dict[str, Any]:
         "prompt": tiny_prompt_config(),
         "rollout": RolloutConfig(max_turns=3, max_new_tokens=max_new_tokens, temperature=1.0),
     }
+
+
+def mask_runs(mask: list[int], ids: list[int]) -> list[tuple[int, list[int]]]:
+    """Consecutive (mask value, token ids) runs of a trajectory: model turns (1) and observations (0)."""
+    out: list[tuple[int, list[int]]] = []
+    for value, token in zip(mask, ids, strict=True):
+        if out and out[-1][0] == value:
+            out[-1][1].append(token)
+        else:
+            out.append((value, [token]))
+    return out
