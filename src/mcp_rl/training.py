@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
-from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from mcp_rl.configs import Recipe
 from mcp_rl.data import load_qa
@@ -211,7 +211,9 @@ def train(
             trace_path=output / "traces.jsonl",
             callbacks=[MetricsFile(output / "metrics.jsonl"), RunProgress()],
         )
+        # Our bar replaces both of transformers' own (the bar, or raw log dicts printed when it is off).
         trainer.remove_callback(ProgressCallback)
+        trainer.remove_callback(PrinterCallback)
         trainer.train(resume_from_checkpoint=checkpoint)
         final = output / "final"
         trainer.save_model(str(final))
