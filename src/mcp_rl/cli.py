@@ -82,10 +82,9 @@ def _tool_pool(recipe: str | None, config: str | None, overrides: list[str] | No
             _fail("--set overrides recipe fields; with --config, edit the JSON file instead")
         return BlockingToolPool(load_mcp_servers_file(config))
     loaded = load_recipe(recipe or "", overrides or (), check_trainer=False)
-    servers = loaded.server_configs()
-    if not servers:
+    if not loaded.tools.mcpServers:
         _fail(f"recipe {loaded.name!r} sets up no MCP servers (tools.mcpServers is empty)")
-    return BlockingToolPool(servers, observation_chars=loaded.tools.observation_chars)
+    return loaded.tool_pool()
 
 
 # -- tools --------------------------------------------------------------------------------------------

@@ -127,6 +127,12 @@ class ParserConfig:
         default_factory=dict, metadata={"help": "Keyword arguments of the parser (see mcp_rl.parsers)."}
     )
 
+    def build(self) -> Any:
+        """The parser this section names, with its options."""
+        from mcp_rl.parsers import build_parser
+
+        return build_parser(self.name, **self.options)
+
 
 @dataclass
 class PromptConfig:
@@ -259,3 +265,11 @@ class Recipe:
             for server in servers:
                 server.timeout_s = self.tools.timeout_s
         return servers
+
+    def tool_pool(self, errlog: Any = None) -> Any:
+        """A (not yet started) ``BlockingToolPool`` over this recipe's servers and observation budget."""
+        from mcp_rl.pool import BlockingToolPool
+
+        return BlockingToolPool(
+            self.server_configs(), observation_chars=self.tools.observation_chars, errlog=errlog
+        )

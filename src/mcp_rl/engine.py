@@ -16,7 +16,7 @@ from typing import Any
 from mcp_rl.configs import RolloutConfig
 from mcp_rl.generation import Generation, Generator, SamplingParams
 from mcp_rl.parsers import ParsedTurn, ParseError, Parser, ToolCall
-from mcp_rl.pool import BlockingToolPool, ToolResult
+from mcp_rl.pool import BlockingToolPool, FailureKind, ToolResult, failed
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.trajectory import CallRecord, Trajectory, Turn
 
@@ -41,16 +41,16 @@ class RolloutEngine:
         self.prompts = prompts
         self.pool = pool
         self.config = config
-        self.frame_before, self.frame_after = prompts.observation_frame(config.observation_role)
+        before, after = prompts.observation_frame(config.observation_role)
         eos = tokenizer.eos_token_id
         eos_text = tokenizer.decode([eos]) if eos is not None else None
         # The frame is the same for every observation: tokenize its pieces once.
-        self.before_ids = self._encode(self.frame_before)
-        after_eos = self.frame_before
+        self.before_ids = self._encode(before)
+        after_eos = before
         if eos_text and after_eos.startswith(eos_text):
             after_eos = after_eos[len(eos_text) :]  # the model already closed its turn
         self.before_after_eos_ids = self._encode(after_eos)
-        self.after_ids = self._encode(self.frame_after)
+        self.after_ids = self._encode(after)
         self.truncated_ids = self._encode(TRUNCATED)
         self.last_stats: dict[str, float] = {}
         # Call the generator every turn even when no episode is left (collective backends need it).
@@ -181,8 +181,6 @@ class RolloutEngine:
         if not calls:
             return []
         if self.pool is None:
-            from mcp_rl.pool import FailureKind, failed
-
             return [
                 failed(c.name, c.arguments, FailureKind.UNKNOWN_TOOL, "no tools are configured")
                 for c in calls

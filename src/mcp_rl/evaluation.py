@@ -18,7 +18,6 @@ from mcp_rl.data import load_qa
 from mcp_rl.engine import RolloutEngine
 from mcp_rl.generation import Generator, TransformersGenerator
 from mcp_rl.models import load_model, pick_dtype
-from mcp_rl.parsers import build_parser
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.rewards import exact_match_score, f1_score
@@ -42,11 +41,9 @@ def rollout_session(recipe: Recipe, model_path: str | None = None, errlog: Any =
     model, tokenizer = load_model(recipe.model, dtype=pick_dtype(recipe.model.dtype))
     model = _merge_adapters(model, recipe.model.name_or_path)
     model.eval()
-    pool = BlockingToolPool(
-        recipe.server_configs(), observation_chars=recipe.tools.observation_chars, errlog=errlog
-    ).start()
+    pool = recipe.tool_pool(errlog).start()
     try:
-        parser = build_parser(recipe.parser.name, **recipe.parser.options)
+        parser = recipe.parser.build()
         parser.bind_tools([tool.as_dict() for tool in pool.tools])
         prompts = PromptBuilder(recipe.prompt, parser, pool.tools, tokenizer)
         generator: Generator = TransformersGenerator(model, tokenizer, recipe.rollout.batch_size)

@@ -27,7 +27,6 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from mcp_rl.configs import Recipe
 from mcp_rl.data import load_qa
 from mcp_rl.models import cpu_supports_bf16, load_model
-from mcp_rl.pool import BlockingToolPool
 from mcp_rl.recipe import recipe_to_yaml
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.trainer import MCPGRPOTrainer, last_complete_checkpoint
@@ -190,9 +189,7 @@ def train(
     started = time.monotonic()
     model, tokenizer = load_model(recipe.model)
     errlog = (output / "tool_servers.log").open("a")
-    pool = BlockingToolPool(
-        recipe.server_configs(), observation_chars=recipe.tools.observation_chars, errlog=errlog
-    ).start()
+    pool = recipe.tool_pool(errlog).start()
     try:
         reward_funcs, weights = build_reward_functions(recipe.rewards, pool)
         args = grpo_config(recipe, output)
@@ -204,7 +201,7 @@ def train(
             train_dataset=training_dataset(recipe),
             processing_class=tokenizer,
             pool=pool,
-            parser=_parser(recipe),
+            parser=recipe.parser.build(),
             prompt=recipe.prompt,
             rollout=recipe.rollout,
             peft_config=peft_config(recipe),
@@ -228,12 +225,6 @@ def train(
     summary["final_model"] = str(output / "final")
     (output / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
-
-
-def _parser(recipe: Recipe) -> Any:
-    from mcp_rl.parsers import build_parser
-
-    return build_parser(recipe.parser.name, **recipe.parser.options)
 
 
 def summarize(metrics: list[dict[str, Any]], wall_s: float, resumed_from: str | None) -> dict[str, Any]:
