@@ -66,6 +66,7 @@ def test_search_recipe_resolves_the_builtin_corpus_into_the_server_args() -> Non
     assert [(r.name, r.weight) for r in recipe.rewards] == [
         ("exact_match", 1.0),
         ("f1", 0.5),
+        ("answer_retrieved", 0.2),
         ("format", 0.1),
     ]
     # The numbers are tuned over time: check they arrive as written in the file, as numbers.
@@ -108,6 +109,7 @@ def test_overrides_are_parsed_as_yaml() -> None:
             "trainer.learning_rate=1e-5",  # YAML 1.1 reads this as a string; it is a number here
             "trainer.max_steps=3",
             "model.lora=true",
+            "model.train_top_layers=null",
             "model.lora_target_modules=[q_proj, v_proj]",
             "data.eval=null",
             "rewards.1.weight=2",
@@ -200,11 +202,18 @@ MALFORMED_OVERRIDES = [
     (["trainer.learning_rate=fast"], "trainer.learning_rate: expected a number, got 'fast'"),
     (["trainer.num_generations=1"], "trainer.num_generations: must be at least 2, got 1"),
     (["trainer.use_vllm=3"], "trainer.use_vllm: expected true or false, got 3"),
+    (["trainer.temperature=0.7"], "trainer.temperature: set rollout.temperature instead"),
+    (
+        ["trainer.max_completion_length=64"],
+        "trainer.max_completion_length: set rollout.max_completion_tokens",
+    ),
+    (["model.train_top_layers=0"], "model.train_top_layers: must be at least 1, got 0"),
+    (["model.lora=true"], "model.train_top_layers: LoRA already decides what trains"),
     (["foo"], "--set foo: expected KEY.PATH=VALUE, e.g. --set rollout.max_turns=3"),
     (["=3"], "--set =3: expected KEY.PATH=VALUE"),
     (["x=[1"], "--set x: value '[1' is not valid YAML"),
     (["rollout.max_turns.x=3"], "--set rollout.max_turns.x: rollout.max_turns is 3, which has no field 'x'"),
-    (["rewards.5.weight=1"], "--set: rewards is a list of 3 item(s); use an index 0..2"),
+    (["rewards.5.weight=1"], "--set: rewards is a list of 4 item(s); use an index 0..3"),
     (["rewards=[{name: exact}]"], "rewards[0].name: unknown reward 'exact' (did you mean exact_match?)"),
     (["rewards=[{name: exact_match, wieght: 2}]"], "rewards[0].wieght: unknown field (did you mean weight?)"),
     (["rewards=[]"], "rewards: give at least one reward"),

@@ -343,6 +343,19 @@ def _check_recipe(recipe: Recipe) -> None:
                 f"rollout.{name}: {getattr(rollout, name)} exceeds rollout.max_completion_tokens "
                 f"({rollout.max_completion_tokens}); raise max_completion_tokens or lower {name}"
             )
+    if recipe.model.lora and recipe.model.train_top_layers is not None:
+        raise RecipeError(
+            "model.train_top_layers: LoRA already decides what trains; "
+            "set model.lora=false or model.train_top_layers=null"
+        )
+    # The engine samples with these and TRL scores log-probs with the same values: one place to set them.
+    for name in ("temperature", "top_p", "max_completion_length"):
+        if name in recipe.trainer:
+            where = "max_completion_tokens" if name == "max_completion_length" else name
+            raise RecipeError(
+                f"trainer.{name}: set rollout.{where} instead; "
+                "the rollout engine and the trainer both read it there"
+            )
     try:
         list(string.Formatter().parse(recipe.prompt.user_template))
     except ValueError as error:
