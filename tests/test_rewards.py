@@ -36,6 +36,7 @@ from mcp_rl.rewards import (
     OpenAIJudge,
     ToolVerificationReward,
     TransformersJudge,
+    answer_retrieved,
     build_reward_functions,
     call_reward,
     exact_match,
@@ -151,6 +152,24 @@ def test_format_and_tool_use_rewards():
     assert tool_use(trajectories=samples, log_metric=print) == [1.0, 0.0, 0.0, 0.0]
     with pytest.raises(ValueError, match="trajectories"):
         tool_use(completions=["x"])
+
+
+def test_answer_retrieved_reads_what_the_model_was_shown():
+    def searched(shown: str) -> Trajectory:
+        return trajectory(None, Turn(text="<search>q</search>", calls=[call()], observation=shown))
+
+    samples = [
+        searched("<information>Doc 1 Tollenmark lies on the river Vessaline.</information>"),
+        searched("<information>Doc 1 the Vessalinebridge \u2026 [truncated 80 characters]</information>"),
+        searched("<information>nothing relevant</information>"),
+        trajectory("Vessaline"),  # answered without searching: the answer in its own text does not count
+    ]
+    golds = [["River Vessaline", "Vessaline"]] * 4
+    assert answer_retrieved(trajectories=samples, golden_answers=golds) == [1.0, 0.0, 0.0, 0.0]
+    functions, weights = build_reward_functions([{"name": "answer_retrieved", "weight": 0.2}])
+    assert functions[0].__name__ == "answer_retrieved" and weights == [0.2]
+    with pytest.raises(ValueError, match="trajectories"):
+        answer_retrieved(completions=["x"], golden_answers=golds[:1])
 
 
 # -- judge: parsing ------------------------------------------------------------------------------------------
@@ -530,7 +549,9 @@ def test_build_reward_functions_with_every_name(endpoint, tool_pool, tiny_lm, tm
 
 
 def test_build_reward_functions_errors():
-    with pytest.raises(ValueError, match=r"unknown reward 'bleu'; known: exact_match, f1, format, judge"):
+    with pytest.raises(
+        ValueError, match=r"unknown reward 'bleu'; known: answer_retrieved, exact_match, f1, format, judge"
+    ):
         build_reward_functions(["bleu"])
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['partial'\] for reward 'format'"):
         build_reward_functions([{"name": "format", "partial": 0.2}])

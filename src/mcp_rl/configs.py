@@ -37,6 +37,15 @@ class ModelConfig:
         default="auto",
         metadata={"help": "Weight dtype: auto = bfloat16 when the CPU/GPU supports it, else float32."},
     )
+    train_top_layers: int | None = field(
+        default=None,
+        metadata={
+            "help": "Train only the top N transformer layers and the final norm; the embeddings (and a tied "
+            "output layer) and the layers below stay frozen, so the backward pass stops early. "
+            "null = train every weight.",
+            "ge": 1,
+        },
+    )
     lora: bool = field(
         default=False, metadata={"help": "Train LoRA adapters instead of all weights (needs peft)."}
     )
@@ -216,8 +225,8 @@ class RewardSpec:
     name: str = field(
         default="exact_match",
         metadata={
-            "help": "A built-in reward (exact_match, f1, format, tool_use, judge, tool_verify: see "
-            "mcp_rl.rewards.BUILTIN_REWARDS) or 'package.module:function' for your own."
+            "help": "A built-in reward (exact_match, f1, format, tool_use, answer_retrieved, judge, "
+            "tool_verify: see mcp_rl.rewards.BUILTIN_REWARDS) or 'package.module:function' for your own."
         },
     )
     weight: float = field(default=1.0, metadata={"help": "Weight of this reward in the total."})

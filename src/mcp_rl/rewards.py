@@ -282,6 +282,39 @@ def tool_use(*, trajectories: Sequence[Trajectory] | None = None, **kwargs: Any)
     return [float(any(call.ok for call in t.calls)) for t in trajectories]
 
 
+_NON_WORD = re.compile(r"[^\w\s]")
+
+
+def _words(text: str) -> str:
+    """Like ``normalize_answer``, but punctuation splits words: markup such as ``river.</information>``."""
+    return " ".join(_ARTICLES.sub(" ", _NON_WORD.sub(" ", text.lower())).split())
+
+
+def _contains_answer(text: str, golds: Any) -> bool:
+    padded = f" {_words(text)} "
+    return any(f" {gold} " in padded for gold in map(_words, golden_list(golds)) if gold)
+
+
+def answer_retrieved(
+    *,
+    trajectories: Sequence[Trajectory] | None = None,
+    golden_answers: Sequence[Any] | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """Shaping for search: 1.0 if a golden answer was in an observation the model was shown.
+
+    Dense where EM is sparse: it pays for a query that finds the evidence even before the model learns to copy
+    the answer out of it. It reads what the model saw (after truncation), not the tool's full result.
+    """
+    if trajectories is None:
+        raise ValueError("the answer_retrieved reward needs `trajectories`: use the mcp-rl trainer")
+    golds = golds_column(golden_answers, kwargs, len(trajectories))
+    return [
+        float(any(_contains_answer(turn.observation or "", g) for turn in t.turns if turn.calls))
+        for t, g in zip(trajectories, golds, strict=True)
+    ]
+
+
 # -- sync/async plumbing -------------------------------------------------------------------------------------
 def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
     """Run an async function from synchronous code.
@@ -916,6 +949,7 @@ BUILTIN_REWARDS: dict[str, Callable[[_Options, Any], RewardFunction]] = {
     "f1": _no_options(f1),
     "format": _build_format,
     "tool_use": _no_options(tool_use),
+    "answer_retrieved": _no_options(answer_retrieved),
     "judge": _build_judge,
     "tool_verify": _build_tool_verify,
 }
