@@ -12,9 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import ROOT, TEST_QUESTIONS, TEST_SYSTEM
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
 
+from mcp_rl.models import tiny_model_and_tokenizer, train_top_layers
+from mcp_rl.recipe import load_recipe
 from mcp_rl.trainer import COMPLETE_MARKER, last_complete_checkpoint
+from mcp_rl.training import grpo_config, training_dataset
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +62,7 @@ def overrides(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[
         "trainer.save_steps": 1,
         "trainer.learning_rate": 1e-3,
         "trainer.bf16": False,
+        "model.train_top_layers": 1,
         **extra,
     }
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
@@ -89,7 +96,13 @@ def test_train_writes_checkpoints_metrics_traces_and_plot(tiny_model_dir, tiny_c
     assert all("rewards/exact_match/mean" in m and "tools/calls" in m for m in logged)
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     assert len(traces) == 4 and {"turns", "rewards", "answer", "question"} <= set(traces[0])
-    assert set(traces[0]["rewards"]) == {"exact_match", "f1", "format"}
+    assert set(traces[0]["rewards"]) == {"exact_match", "f1", "format", "answer_retrieved"}
+    # model.train_top_layers=1: only the top layer and the final norm may move.
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    assert summary["trainable_parameters"] == train_top_layers(model, 1) < model.num_parameters()
+    before, after = (load_file(folder / "model.safetensors") for folder in (tiny_model_dir, out / "final"))
+    moved = {name for name in before if not torch.equal(before[name], after[name])}
+    assert all(name.startswith(("model.layers.1.", "model.norm.")) for name in moved), moved
 
 
 def test_resume_after_a_killed_run_continues_at_the_right_step(
@@ -195,3 +208,28 @@ def test_default_model_loader():
     assert (path / "config.json").exists()
     model, tokenizer = load_model(ModelConfig(name_or_path="smollm2-135m"))
     assert model.config.vocab_size == 49152 and tokenizer.eos_token == "<|im_end|>"
+
+
+def test_curriculum_puts_single_hop_first_and_keeps_trl_from_reshuffling(tmp_path):
+    curriculum = load_recipe("search", ["data.curriculum=true"])
+    plain = load_recipe("search", ["data.curriculum=false"])
+    ordered, shuffled = training_dataset(curriculum), training_dataset(plain)
+    assert ordered["hops"] == sorted(ordered["hops"]) and set(ordered["hops"]) == {1, 2}
+    # A stable sort of the seeded shuffle: the single-hop questions keep their shuffled order.
+    single_hop = [row["id"] for row in shuffled if row["hops"] == 1]
+    assert ordered["id"][: len(single_hop)] == single_hop
+    assert grpo_config(curriculum, tmp_path).shuffle_dataset is False
+    assert grpo_config(plain, tmp_path).shuffle_dataset is True
+
+
+def test_train_top_layers_stops_the_backward_pass_at_the_lowest_trainable_layer():
+    model, _ = tiny_model_and_tokenizer(layers=3)
+    count = train_top_layers(model, 2)
+    model(input_ids=torch.tensor([[5, 6, 7, 8]])).logits.sum().backward()
+    with_grad = {name for name, p in model.named_parameters() if p.grad is not None}
+    assert with_grad and all(
+        name.startswith(("model.layers.1.", "model.layers.2.", "model.norm.")) for name in with_grad
+    )
+    assert count == sum(p.numel() for name, p in model.named_parameters() if name in with_grad)
+    with pytest.raises(ValueError, match=r"model\.train_top_layers: the model has 3 layers, got 4"):
+        train_top_layers(model, 4)

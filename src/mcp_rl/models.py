@@ -133,6 +133,29 @@ def load_model(config: ModelConfig, *, dtype: torch.dtype | None = None) -> tupl
     return model, tokenizer
 
 
+def train_top_layers(model: Any, n: int) -> int:
+    """Freeze every weight except the top ``n`` decoder layers and the final norm; returns trainable count.
+
+    On a CPU most of a GRPO step is the backward pass; with the lower layers and the (49k-row, often tied)
+    embedding frozen, autograd stops at the lowest trainable layer.
+    """
+    decoder = model.get_decoder()
+    layers = getattr(decoder, "layers", None)
+    if layers is None:
+        raise ValueError(
+            f"model.train_top_layers: {type(model).__name__} has no decoder `.layers` to pick from"
+        )
+    if n > len(layers):
+        raise ValueError(f"model.train_top_layers: the model has {len(layers)} layers, got {n}")
+    model.requires_grad_(False)
+    for layer in layers[len(layers) - n :]:
+        layer.requires_grad_(True)
+    norm = getattr(decoder, "norm", None)
+    if norm is not None:
+        norm.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 # -- tiny models built in code, for tests, benchmarks and device checks -------------------------------------
 CHATML_TEMPLATE = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "

@@ -26,7 +26,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from mcp_rl.configs import Recipe
 from mcp_rl.data import load_qa
-from mcp_rl.models import cpu_supports_bf16, load_model
+from mcp_rl.models import cpu_supports_bf16, load_model, train_top_layers
 from mcp_rl.recipe import recipe_to_yaml
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.trainer import MCPGRPOTrainer, last_complete_checkpoint
@@ -51,6 +51,8 @@ def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
         "temperature": recipe.rollout.temperature,
         "top_p": recipe.rollout.top_p,
         "seed": recipe.data.seed,
+        # TRL's sampler would reshuffle the curriculum's order; the questions are already shuffled by seed.
+        "shuffle_dataset": not recipe.data.curriculum,
         "disable_tqdm": True,  # our own bar shows reward, EM and tool calls instead of raw log dicts
     }
     settings = {**defaults, **recipe.trainer, "output_dir": str(output_dir)}
@@ -63,7 +65,8 @@ def training_dataset(recipe: Recipe) -> Any:
     if recipe.data.train_limit is not None:
         dataset = dataset.select(range(min(recipe.data.train_limit, len(dataset))))
     if recipe.data.curriculum and "hops" in dataset.column_names:
-        dataset = dataset.sort("hops", kind="stable")
+        hops = dataset["hops"]
+        dataset = dataset.select(sorted(range(len(hops)), key=hops.__getitem__))  # stable: keeps the shuffle
     return dataset
 
 
@@ -188,6 +191,8 @@ def train(
         recipe.model.name_or_path = model_path
     started = time.monotonic()
     model, tokenizer = load_model(recipe.model)
+    if recipe.model.train_top_layers is not None:
+        train_top_layers(model, recipe.model.train_top_layers)
     errlog = (output / "tool_servers.log").open("a")
     pool = recipe.tool_pool(errlog).start()
     try:
@@ -211,6 +216,7 @@ def train(
         # Our bar replaces both of transformers' own (the bar, or raw log dicts printed when it is off).
         trainer.remove_callback(ProgressCallback)
         trainer.remove_callback(PrinterCallback)
+        trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)  # LoRA: adapters
         trainer.train(resume_from_checkpoint=checkpoint)
         final = output / "final"
         trainer.save_model(str(final))
@@ -221,6 +227,7 @@ def train(
     metrics = read_metrics(output / "metrics.jsonl")
     plot = plot_metrics(metrics, output / "training.png")
     summary = summarize(metrics, time.monotonic() - started, resumed_from=checkpoint)
+    summary["trainable_parameters"] = trainable
     summary["plot"] = str(plot) if plot else None
     summary["final_model"] = str(output / "final")
     (output / "summary.json").write_text(json.dumps(summary, indent=2))
