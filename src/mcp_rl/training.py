@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +136,20 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def plot_metrics(metrics: list[dict[str, Any]], path: Path) -> Path | None:
-    """Reward, exact match and tool calls per trajectory over steps, as a PNG."""
+def trailing_mean(values: Sequence[float], window: int) -> list[float]:
+    """Mean of the last ``window`` values at each point (fewer at the start); NaNs are skipped."""
+    means = []
+    for i in range(len(values)):
+        recent = [v for v in values[max(0, i - window + 1) : i + 1] if not math.isnan(v)]
+        means.append(sum(recent) / len(recent) if recent else math.nan)
+    return means
+
+
+def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> Path | None:
+    """Reward per function and tool behaviour over steps, as a PNG: each step faint, a trailing mean solid.
+
+    A step scores only a few questions, so single steps swing widely; the trailing mean is the trend.
+    """
     rows = [m for m in metrics if "reward" in m]
     if not rows:
         return None
@@ -147,27 +159,27 @@ def plot_metrics(metrics: list[dict[str, Any]], path: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     steps = [m["step"] for m in rows]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for key, label in [
-        ("reward", "total reward"),
-        ("rewards/exact_match/mean", "exact match"),
-        ("rewards/f1/mean", "F1"),
-    ]:
-        values = [m.get(key, math.nan) for m in rows]
-        if any(not math.isnan(v) for v in values):
-            left.plot(steps, values, label=label)
-    left.set_xlabel("step")
-    left.set_title("reward")
-    left.legend()
-    left.grid(alpha=0.3)
-    right.plot(
-        steps, [m.get("rollout/calls_per_trajectory", math.nan) for m in rows], label="tool calls / episode"
-    )
-    right.plot(steps, [m.get("rollout/answered", math.nan) for m in rows], label="answered")
-    right.set_xlabel("step")
-    right.set_title("behaviour")
-    right.legend()
-    right.grid(alpha=0.3)
+    reward_keys = sorted({k for m in rows for k in m if k.startswith("rewards/") and k.endswith("/mean")})
+    panels = {
+        "reward": [("reward", "total reward")] + [(k, k.split("/")[1]) for k in reward_keys],
+        "behaviour": [
+            ("rollout/calls_per_trajectory", "tool calls / episode"),
+            ("rollout/answered", "answered"),
+            ("rollout/parse_errors_per_trajectory", "parse errors / episode"),
+        ],
+    }
+    figure, axes = plt.subplots(1, len(panels), figsize=(12, 4.5))
+    for axis, (title, series) in zip(axes, panels.items(), strict=True):
+        for key, label in series:
+            values = [float(m.get(key, math.nan)) for m in rows]
+            if all(math.isnan(v) for v in values):
+                continue
+            (line,) = axis.plot(steps, values, alpha=0.25, linewidth=1)
+            axis.plot(steps, trailing_mean(values, window), color=line.get_color(), linewidth=2, label=label)
+        axis.set_xlabel("step")
+        axis.set_title(f"{title} (solid: mean of the last {window} steps)")
+        axis.legend(fontsize=8)
+        axis.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
