@@ -138,7 +138,6 @@ class MCPGRPOTrainer(GRPOTrainer):
         self.engine.lockstep = bool(args.use_vllm and args.vllm_mode == "server")
         self.last_trajectories: list[Trajectory] = []
         self.pushed_step = -1  # the first rollout always pushes: a resumed run's weights are not vLLM's
-        self._scored_mask: torch.Tensor | None = None
 
     def default_generator(self) -> Generator:
         """TRL's vLLM when ``use_vllm`` is set (GPU); our in-process vLLM for ``rollout.backend: vllm``
@@ -257,57 +256,6 @@ class MCPGRPOTrainer(GRPOTrainer):
                 record.pop("prompt_messages")  # the same for a whole group, and long
                 record["question"] = row.get("question")
                 out.write(json.dumps(record, default=str) + "\n")
-
-    # -- loss: skip observation tokens in the output layer --------------------------------------------
-    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
-        # Observation tokens never enter the loss (tool_mask 0), yet TRL scores every completion token through
-        # the vocabulary-wide output layer. They are most of a search episode's tokens: skip them there.
-        self._scored_mask = inputs.get("tool_mask")
-        try:
-            return super()._compute_loss(model, inputs)
-        finally:
-            self._scored_mask = None
-
-    def _get_per_token_logps_and_entropies(
-        self,
-        model: Any,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        logits_to_keep: int,
-        batch_size: int | None = None,
-        compute_entropy: bool = False,
-        compute_aux_loss: bool = False,
-        **kwargs: Any,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """TRL's per-token log-probs, with observation positions left out of the output layer (log-prob and
-        entropy 0 there; the loss and TRL's logged means mask them anyway). Text models only: anything
-        else, or a call outside the loss, goes to TRL unchanged."""
-        scored = getattr(self, "_scored_mask", None)
-        if scored is None or compute_aux_loss or any(value is not None for value in kwargs.values()):
-            return super()._get_per_token_logps_and_entropies(
-                model,
-                input_ids,
-                attention_mask,
-                logits_to_keep,
-                batch_size=batch_size,
-                compute_entropy=compute_entropy,
-                compute_aux_loss=compute_aux_loss,
-                **kwargs,
-            )
-        batch_size = batch_size or input_ids.size(0)
-        logps, entropies = [], []
-        for start in range(0, input_ids.size(0), batch_size):
-            ids, mask = input_ids[start : start + batch_size], attention_mask[start : start + batch_size]
-            labels = ids.masked_fill(mask == 0, -100)
-            labels[:, :-logits_to_keep] = -100
-            completion = labels[:, -logits_to_keep:]
-            completion.masked_fill_(scored[start : start + batch_size] == 0, -100)
-            with self.accelerator.autocast():
-                outputs = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
-            logps.append(outputs.log_probs[:, -logits_to_keep:])
-            if compute_entropy:
-                entropies.append(outputs.entropy[:, -logits_to_keep:])
-        return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         """Checkpoints as TRL/transformers write them, then a marker saying the folder is complete.
