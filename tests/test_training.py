@@ -46,6 +46,7 @@ def tiny_qa(tmp_path_factory) -> Path:
 def overrides(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[str]:
     settings: dict[str, object] = {
         "model.name_or_path": str(model_dir),
+        "model.train_top_layers": 1,
         "data.train": str(qa),
         "data.eval": str(qa),
         "data.eval_split": "train",
@@ -62,7 +63,6 @@ def overrides(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[
         "trainer.save_steps": 1,
         "trainer.learning_rate": 1e-3,
         "trainer.bf16": False,
-        "model.train_top_layers": 1,
         **extra,
     }
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
