@@ -153,7 +153,7 @@ def train_top_layers(model: Any, n: int) -> int:
     norm = getattr(decoder, "norm", None)
     if norm is not None:
         norm.requires_grad_(True)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return model.num_parameters(only_trainable=True)
 
 
 # -- tiny models built in code, for tests, benchmarks and device checks -------------------------------------

@@ -228,7 +228,7 @@ def train(
         # Our bar replaces both of transformers' own (the bar, or raw log dicts printed when it is off).
         trainer.remove_callback(ProgressCallback)
         trainer.remove_callback(PrinterCallback)
-        trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)  # LoRA: adapters
+        trainable = trainer.model.num_parameters(only_trainable=True)  # under LoRA: the adapters
         trainer.train(resume_from_checkpoint=checkpoint)
         final = output / "final"
         trainer.save_model(str(final))
