@@ -24,6 +24,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 torch.set_num_threads(1)
 
 
+def run_cli(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in a subprocess, as a user would (stdio servers need real file descriptors), offline."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_rl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

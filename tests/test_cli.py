@@ -4,34 +4,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run_cli
 from typer.testing import CliRunner
 
 from mcp_rl.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
 needs_time_server = pytest.mark.skipif(
     importlib.util.find_spec("mcp_server_time") is None, reason="mcp-server-time is not installed (dev extra)"
 )
 needs_search_server = pytest.mark.skipif(
     importlib.util.find_spec("tool_servers.search") is None, reason="tool_servers.search is not importable"
 )
-
-
-def mcp_rl(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in a subprocess, as a user would: stdio servers need real file descriptors."""
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_rl.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        cwd=ROOT,
-    )
 
 
 def last_line(stream: str) -> str:
@@ -55,7 +43,7 @@ def echo_config(tmp_path: Path, echo_stdio: dict[str, object]) -> str:
 # -- tools --------------------------------------------------------------------------------------------
 @needs_time_server
 def test_tools_list_shows_a_third_party_servers_tools(time_config: str) -> None:
-    result = mcp_rl("tools", "list", "--config", time_config)
+    result = run_cli("tools", "list", "--config", time_config)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("time\n")
     assert "  get_current_time: Get current time in a specific timezone" in result.stdout
@@ -64,7 +52,7 @@ def test_tools_list_shows_a_third_party_servers_tools(time_config: str) -> None:
 
 @needs_time_server
 def test_tools_list_json_gives_the_raw_schemas(time_config: str) -> None:
-    result = mcp_rl("tools", "list", "--config", time_config, "--json")
+    result = run_cli("tools", "list", "--config", time_config, "--json")
     assert result.returncode == 0, result.stderr
     tools = {tool["name"]: tool for tool in json.loads(result.stdout)}
     assert tools["get_current_time"]["server"] == "time"
@@ -73,19 +61,19 @@ def test_tools_list_json_gives_the_raw_schemas(time_config: str) -> None:
 
 @needs_time_server
 def test_tools_call_prints_the_observation(time_config: str) -> None:
-    result = mcp_rl("tools", "call", "time/get_current_time", '{"timezone": "UTC"}', "--config", time_config)
+    result = run_cli("tools", "call", "time/get_current_time", '{"timezone": "UTC"}', "--config", time_config)
     assert result.returncode == 0, result.stderr
     assert "UTC" in result.stdout
 
 
 def test_a_tool_error_exits_1_with_the_observation(echo_config: str) -> None:
-    result = mcp_rl("tools", "call", "fail", '{"message": "the sky fell"}', "--config", echo_config)
+    result = run_cli("tools", "call", "fail", '{"message": "the sky fell"}', "--config", echo_config)
     assert result.returncode == 1
     assert "Error (tool error)" in result.stdout and "the sky fell" in result.stdout
 
 
 def test_arguments_the_schema_refuses_exit_1(echo_config: str) -> None:
-    result = mcp_rl("tools", "call", "echo/echo", "{}", "--config", echo_config)
+    result = run_cli("tools", "call", "echo/echo", "{}", "--config", echo_config)
     assert result.returncode == 1
     assert "Error (bad arguments)" in result.stdout
 
@@ -98,13 +86,13 @@ def test_arguments_the_schema_refuses_exit_1(echo_config: str) -> None:
     ],
 )
 def test_bad_json_arguments_exit_2_with_one_line(echo_config: str, arguments: str, message: str) -> None:
-    result = mcp_rl("tools", "call", "echo", arguments, "--config", echo_config)
+    result = run_cli("tools", "call", "echo", arguments, "--config", echo_config)
     assert result.returncode == 2
     assert result.stderr.strip().startswith(message) and "\n" not in result.stderr.strip()
 
 
 def test_unknown_tool_exits_2_naming_the_available_ones(echo_config: str) -> None:
-    result = mcp_rl("tools", "call", "echo/nope", "{}", "--config", echo_config)
+    result = run_cli("tools", "call", "echo/nope", "{}", "--config", echo_config)
     assert result.returncode == 2
     assert last_line(result.stderr).startswith("unknown tool 'echo/nope'; available: echo, sleep")
 
@@ -123,7 +111,7 @@ def test_unknown_tool_exits_2_naming_the_available_ones(echo_config: str) -> Non
     ],
 )
 def test_configuration_errors_exit_2_with_one_line(args: list[str], message: str) -> None:
-    result = mcp_rl(*args)
+    result = run_cli(*args)
     assert result.returncode == 2
     assert result.stderr.strip() == last_line(result.stderr) and message in result.stderr
     assert "Traceback" not in result.stderr
@@ -132,7 +120,7 @@ def test_configuration_errors_exit_2_with_one_line(args: list[str], message: str
 def test_a_server_that_cannot_start_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text(json.dumps({"mcpServers": {"broken": {"command": "no-such-command-for-mcp-rl"}}}))
-    result = mcp_rl("tools", "list", "--config", str(path))
+    result = run_cli("tools", "list", "--config", str(path))
     assert result.returncode == 2
     assert last_line(result.stderr).startswith(
         "MCP server 'broken' (no-such-command-for-mcp-rl) failed to start"
@@ -142,17 +130,17 @@ def test_a_server_that_cannot_start_exits_2(tmp_path: Path) -> None:
 
 @needs_search_server
 def test_tools_list_and_call_from_the_search_recipe() -> None:
-    listed = mcp_rl("tools", "list", "--recipe", "search")
+    listed = run_cli("tools", "list", "--recipe", "search")
     assert listed.returncode == 0, listed.stderr
     assert "search\n  search: " in listed.stdout and "query: string (required)" in listed.stdout
-    called = mcp_rl("tools", "call", "search/search", '{"query": "Tregamen Congress"}', "--recipe", "search")
+    called = run_cli("tools", "call", "search/search", '{"query": "Tregamen Congress"}', "--recipe", "search")
     assert called.returncode == 0, called.stderr
     assert "Doc 1(Title: " in called.stdout and "Tregamen Congress" in called.stdout
 
 
 # -- serve --------------------------------------------------------------------------------------------
 def test_serve_runs_a_shipped_server_with_its_own_arguments() -> None:
-    result = mcp_rl("serve", "calculator", "--help")
+    result = run_cli("serve", "calculator", "--help")
     assert result.returncode == 0
     assert "usage: python -m tool_servers.calculator" in result.stdout and "--transport" in result.stdout
 
@@ -161,13 +149,13 @@ def test_serve_answers_mcp_over_stdio(tmp_path: Path) -> None:
     path = tmp_path / "calc.json"
     command = [sys.executable, "-m", "mcp_rl.cli", "serve", "calculator"]
     path.write_text(json.dumps({"mcpServers": {"calc": {"command": command[0], "args": command[1:]}}}))
-    result = mcp_rl("tools", "call", "calculate", '{"expression": "6 * 7"}', "--config", str(path))
+    result = run_cli("tools", "call", "calculate", '{"expression": "6 * 7"}', "--config", str(path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "42"
 
 
 def test_serve_unknown_name_exits_2() -> None:
-    result = mcp_rl("serve", "serch")
+    result = run_cli("serve", "serch")
     assert result.returncode == 2
     assert last_line(result.stderr) == (
         "unknown tool server 'serch' (did you mean search?); available: calculator, search"

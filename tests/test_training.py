@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT, TEST_QUESTIONS, TEST_SYSTEM
+from conftest import ROOT, TEST_QUESTIONS, TEST_SYSTEM, run_cli
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
@@ -68,16 +67,8 @@ def overrides(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
 
 
-def mcp_rl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_rl.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env=env,
-    )
+def mcp_rl(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, timeout_s=300)  # training runs outlast single CLI calls
 
 
 def test_train_writes_checkpoints_metrics_traces_and_plot(tiny_model_dir, tiny_corpus, tiny_qa, tmp_path):
