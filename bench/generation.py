@@ -38,11 +38,10 @@ from mcp.server.mcpserver import MCPServer
 
 from mcp_rl.configs import ModelConfig
 from mcp_rl.engine import RolloutEngine
-from mcp_rl.generation import Generator, TransformersGenerator
+from mcp_rl.generation import TransformersGenerator
 from mcp_rl.models import load_model, pick_dtype, resolve_model_path
-from mcp_rl.parsers import build_parser
+from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.pool import BlockingToolPool
-from mcp_rl.prompts import PromptBuilder
 from mcp_rl.recipe import load_recipe
 from mcp_rl.servers import in_process
 
@@ -191,19 +190,14 @@ def main() -> None:
     log(f"transformers model loaded in {hf_load_s:.1f} s; torch threads {threads_before} → {threads_after}")
 
     with BlockingToolPool([in_process("search", make_search_server(corpus))]) as pool:
-        tool_parser = build_parser(recipe.parser.name, **recipe.parser.options)
-        tool_parser.bind_tools([tool.as_dict() for tool in pool.tools])
-        prompts = PromptBuilder(recipe.prompt, tool_parser, pool.tools, tokenizer)
+        pipelines = [
+            RolloutPipeline.from_recipe(recipe, model, tokenizer, pool=pool, generator=generator)
+            for generator in (TransformersGenerator(model, tokenizer), vllm_generator)
+        ]
+        prompts = pipelines[0].prompts
         messages = [prompts.messages({"question": q}) for q in questions]
         prompt_tokens = statistics.mean(len(prompts.encode(m)) for m in messages)
-
-        def engine(generator: Generator) -> RolloutEngine:
-            return RolloutEngine(generator, tokenizer, tool_parser, prompts, pool, recipe.rollout)
-
-        sides = [
-            Side("transformers", engine(TransformersGenerator(model, tokenizer))),
-            Side("vllm", engine(vllm_generator)),
-        ]
+        sides = [Side(name, p.engine) for name, p in zip(("transformers", "vllm"), pipelines, strict=True)]
         for side in sides:
             side.run(messages[:1], 1, record=False)
         for repeat in range(repeats):

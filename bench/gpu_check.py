@@ -91,17 +91,18 @@ def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[st
             super().__init__(*args, **kwargs)
             self.rollouts: list[dict[str, Any]] = []
 
-        def log_rollout(self, mode: str, trajectories: Any) -> None:
-            batch = list(trajectories)
+        def rollout(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+            output = super().rollout(prompts, trainer)
+            batch = output["trajectories"]
             self.rollouts.append(
                 {
                     "tokens": sum(t.completion_mask.count(1) for t in batch),
-                    "generate_s": self.engine.last_stats.get("rollout/generate_s", math.nan),
+                    "generate_s": self.pipeline.engine.last_stats.get("rollout/generate_s", math.nan),
                     "calls": sum(len(t.calls) for t in batch),
-                    "generator_device": next(self.generator.model.parameters()).device.type,
+                    "generator_device": next(self.pipeline.generator.model.parameters()).device.type,
                 }
             )
-            super().log_rollout(mode, batch)
+            return output
 
     model, tokenizer = searching_model(seed=0)  # built and warmed up on the CPU; the trainer moves it
     dataset = tiny_dataset(steps * batch)
@@ -120,15 +121,12 @@ def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[st
             disable_tqdm=True,
         )
         trainer = CheckedTrainer(
-            model=model,
             args=args,
             train_dataset=dataset,
-            processing_class=tokenizer,
-            pool=pool,
             callbacks=[timer],
-            **searching_trainer_kwargs(max_new_tokens=24),
+            **searching_trainer_kwargs(model, tokenizer, pool, max_new_tokens=24),
         )
-        trainer.train()  # closes the pool
+        trainer.train()  # closes the pipeline and its pool
 
     # -- placement checks: each one names what ran where ------------------------------------------------
     problems = []

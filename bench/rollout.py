@@ -100,18 +100,13 @@ def server_config(transport: str, latency_s: float) -> Any:
 
 def make_engine(model: Any, tokenizer: Any, pool: Any) -> Any:
     from mcp_rl.configs import PromptConfig, RolloutConfig
-    from mcp_rl.engine import RolloutEngine
     from mcp_rl.generation import TransformersGenerator
     from mcp_rl.parsers import build_parser
-    from mcp_rl.prompts import PromptBuilder
+    from mcp_rl.pipeline import RolloutPipeline
 
     # Qwen's protocol as TRL runs it: the turn ends at <|im_end|> (no stop string), a turn without a call is
     # the answer, and the reply comes back as a user turn of <tool_response> blocks (Qwen2.5's rendering).
     parser = build_parser("tool_call", answer_tag=None, stop_at_call=False)
-    parser.bind_tools([tool.as_dict() for tool in pool.tools])
-    prompts = PromptBuilder(
-        PromptConfig(system=task.SYSTEM, tools_in="template"), parser, pool.tools, tokenizer
-    )
     config = RolloutConfig(
         max_turns=TOOL_TURNS + 1,
         max_new_tokens=MAX_NEW_TOKENS,
@@ -119,7 +114,11 @@ def make_engine(model: Any, tokenizer: Any, pool: Any) -> Any:
         observation_role="user",
         on_no_action="stop",
     )
-    return RolloutEngine(TransformersGenerator(model, tokenizer), tokenizer, parser, prompts, pool, config)
+    prompt = PromptConfig(system=task.SYSTEM, tools_in="template")
+    generator = TransformersGenerator(model, tokenizer)
+    return RolloutPipeline(
+        tokenizer, generator, pool=pool, parser=parser, prompt=prompt, rollout=config
+    ).engine
 
 
 def ours_side(engine: Any) -> Side:

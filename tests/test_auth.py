@@ -23,11 +23,9 @@ from conftest import ROOT, free_port, start_http_server, stop
 from tiny import TEST_QUESTIONS, searching_model, tiny_prompt_config
 
 from mcp_rl.configs import RolloutConfig
-from mcp_rl.engine import RolloutEngine
 from mcp_rl.generation import TransformersGenerator
-from mcp_rl.parsers import build_parser
+from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.pool import BlockingToolPool, ToolPoolError
-from mcp_rl.prompts import PromptBuilder
 from mcp_rl.servers import ServerConfigError, parse_mcp_servers
 
 TOKEN_ENV = "MCP_RL_SERVER_TOKEN"
@@ -258,17 +256,17 @@ def test_secret_stays_out_of_trajectories_and_logs(
     entry = {"url": url, "headers": {"Authorization": "Bearer ${SEARCH_TOKEN}"}, "timeout": 2}
     configs = parse_mcp_servers({"search": entry})
     with BlockingToolPool(configs, ping_interval_s=0.5) as pool:
-        parser = build_parser("search_r1")
-        parser.bind_tools([tool.as_dict() for tool in pool.tools])
-        prompts = PromptBuilder(tiny_prompt_config(), parser, pool.tools, tokenizer)
-        config = RolloutConfig(max_turns=2, max_new_tokens=24)
-        engine = RolloutEngine(
-            TransformersGenerator(model, tokenizer), tokenizer, parser, prompts, pool, config
+        pipeline = RolloutPipeline(
+            tokenizer,
+            TransformersGenerator(model, tokenizer),
+            pool=pool,
+            prompt=tiny_prompt_config(),
+            rollout=RolloutConfig(max_turns=2, max_new_tokens=24),
         )
-        messages = [prompts.messages({"question": q}) for q in TEST_QUESTIONS]
-        served = engine.rollout(messages, greedy=True)
+        rows = [{"question": q} for q in TEST_QUESTIONS]
+        served = pipeline.rollout_rows(rows, greedy=True)
         stop(process)  # now the calls fail, and failure messages are where a header could leak
-        failing = engine.rollout(messages, greedy=True)
+        failing = pipeline.rollout_rows(rows, greedy=True)
     calls = [c for t in served for c in t.calls]
     assert calls and all(c.ok for c in calls), "the warmed-up model should search, with the token accepted"
     failed = [c for t in failing for c in t.calls]

@@ -11,22 +11,25 @@ from mcp.server.mcpserver import MCPServer
 from tiny import mask_runs
 
 from mcp_rl.configs import RolloutConfig
-from mcp_rl.engine import RolloutEngine, rollout_metrics
+from mcp_rl.engine import rollout_metrics
 from mcp_rl.generation import TransformersGenerator, cut_at_stop
 from mcp_rl.parsers import build_parser
+from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.servers import in_process, parse_mcp_servers
 
 
 def make_engine(model, tokenizer, pool, parser_name="search_r1", **rollout):
-    parser = build_parser(parser_name) if isinstance(parser_name, str) else parser_name
-    parser.bind_tools([tool.as_dict() for tool in pool.tools])
-    prompts = PromptBuilder(tiny_prompt_config(), parser, pool.tools, tokenizer)
-    config = RolloutConfig(**{"max_turns": 3, "max_new_tokens": 24, "temperature": 1.0, **rollout})
-    return RolloutEngine(
-        TransformersGenerator(model, tokenizer), tokenizer, parser, prompts, pool, config
-    ), prompts
+    pipeline = RolloutPipeline(
+        tokenizer,
+        TransformersGenerator(model, tokenizer),
+        pool=pool,
+        parser=parser_name,
+        prompt=tiny_prompt_config(),
+        rollout=RolloutConfig(**{"max_turns": 3, "max_new_tokens": 24, "temperature": 1.0, **rollout}),
+    )
+    return pipeline.engine, pipeline.prompts
 
 
 def test_multi_turn_search_with_exact_token_alignment(searching_tiny_model, search_entry):

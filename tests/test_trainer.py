@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 
@@ -33,20 +34,23 @@ def test_two_grpo_steps_with_real_tool_calls(searching_tiny_model, search_entry,
     server_pids = child_pids() - children_before
     assert server_pids, "the stdio search server should be a child process"
     trainer = MCPGRPOTrainer(
-        model=model,
         args=tiny_grpo_config(tmp_path / "out"),
         train_dataset=dataset,
-        processing_class=tokenizer,
-        pool=pool,
-        **searching_trainer_kwargs(),
+        trace_path=tmp_path / "traces.jsonl",
+        **searching_trainer_kwargs(model, tokenizer, pool),
     )
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert len(logs) == 2 and all(math.isfinite(entry["loss"]) for entry in logs)
     assert any(entry["rollout/calls_per_trajectory"] > 0 for entry in logs), "no tool call happened"
     assert any(entry.get("tools/search/calls", 0) > 0 for entry in logs)
-    trajectories = trainer.last_trajectories
+    trajectories = trainer.recorder.last_batch.trajectories
     assert any(0 in t.completion_mask and 1 in t.completion_mask for t in trajectories), "mask is trivial"
+    # The traces hold what the rewards received: every episode of both steps, scored by both functions.
+    traces = [json.loads(line) for line in (tmp_path / "traces.jsonl").read_text().splitlines()]
+    assert [t["step"] for t in traces] == [0] * 4 + [1] * 4
+    assert all(set(t["rewards"]) == {"exact_match", "format_reward"} for t in traces)
+    assert all(t["row"]["golden_answers"] == ["Draskel"] for t in traces)
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert changed, "no parameter changed"
     assert not any(pid_alive(pid) for pid in server_pids), "the tool server outlived training"

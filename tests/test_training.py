@@ -18,8 +18,8 @@ from transformers import AutoModelForCausalLM
 
 from mcp_rl.models import tiny_model_and_tokenizer, train_top_layers
 from mcp_rl.recipe import load_recipe
+from mcp_rl.run import grpo_config, training_dataset
 from mcp_rl.trainer import COMPLETE_MARKER, last_complete_checkpoint
-from mcp_rl.training import grpo_config, training_dataset
 
 
 @pytest.fixture(scope="module")

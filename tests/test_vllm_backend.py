@@ -17,20 +17,16 @@ from tiny import (
     TEST_QUESTIONS,
     TEST_SYSTEM,
     mask_runs,
+    searching_pipeline,
     searching_trainer_kwargs,
     tiny_dataset,
     tiny_grpo_config,
-    tiny_prompt_config,
     warm_up,
 )
 
-from mcp_rl.configs import RolloutConfig
-from mcp_rl.engine import RolloutEngine
 from mcp_rl.generation import Generation, SamplingParams, TransformersGenerator
 from mcp_rl.models import tiny_model_and_tokenizer
-from mcp_rl.parsers import build_parser
 from mcp_rl.pool import BlockingToolPool
-from mcp_rl.prompts import PromptBuilder
 from mcp_rl.servers import in_process
 from mcp_rl.vllm_backend import _cpu_list, sampling_kwargs, state_dict_items, vllm_available
 
@@ -196,19 +192,16 @@ def fixed_search_server() -> MCPServer:
 @needs_vllm
 def test_rollout_engine_on_vllm_keeps_the_mask_invariants(tiny_folder, vllm_generator):
     _, model, tokenizer = tiny_folder
-    parser = build_parser("search_r1")
     with BlockingToolPool([in_process("search", fixed_search_server())]) as pool:
-        parser.bind_tools([tool.as_dict() for tool in pool.tools])
-        prompts = PromptBuilder(tiny_prompt_config(), parser, pool.tools, tokenizer)
-        config = RolloutConfig(max_turns=3, max_new_tokens=24, temperature=1.0)
-        messages = [prompts.messages({"question": q}) for q in TEST_QUESTIONS]
         results = {}
         for name, generator in [
             ("transformers", TransformersGenerator(model, tokenizer)),
             ("vllm", vllm_generator),
         ]:
-            engine = RolloutEngine(generator, tokenizer, parser, prompts, pool, config)
-            results[name] = engine.rollout(messages, num_generations=2, greedy=True)
+            # Not closed: the pool closes with the block, the vLLM engine is the module fixture's.
+            pipeline = searching_pipeline(model, tokenizer, pool, generator=generator, max_new_tokens=24)
+            messages = [pipeline.messages({"question": q}) for q in TEST_QUESTIONS]
+            results[name] = pipeline.engine.rollout(messages, num_generations=2, greedy=True)
     hf, vllm = results["transformers"], results["vllm"]
     assert [t.completion_ids for t in vllm] == [t.completion_ids for t in hf]  # float32 greedy: identical
     assert [t.completion_mask for t in vllm] == [t.completion_mask for t in hf]
@@ -272,31 +265,26 @@ def test_colocated_grpo_steps_push_weights_into_vllm(tiny_folder, vllm_generator
 
     # The warmed-up model is so sure of itself that every sample of a group is the same at temperature 1:
     # zero advantage, no update. Hotter sampling and a length reward give each group a spread.
-    diverse = {
-        "reward_funcs": [length_reward],
-        "rollout": RolloutConfig(max_turns=3, max_new_tokens=16, temperature=2.0),
-    }
     pool = BlockingToolPool([in_process("search", fixed_search_server())]).start()
     try:
+        kwargs = searching_trainer_kwargs(model, tokenizer, pool, generator=vllm_generator, temperature=2.0)
         trainer = MCPGRPOTrainer(
-            model=model,
             args=tiny_grpo_config(tmp_path / "out"),
             train_dataset=tiny_dataset(2),
-            processing_class=tokenizer,
-            pool=pool,
-            generator=vllm_generator,
-            close_pool=False,
-            **{**searching_trainer_kwargs(), **diverse},
+            close_pipeline=False,
+            **{**kwargs, "reward_funcs": [length_reward]},
         )
+        vllm_generator.synced_step = None  # as a fresh engine: the first rollout pushes
         updates_before = vllm_generator.weight_updates
         trainer.train()
         assert vllm_generator.weight_updates - updates_before == 2  # one push before each step's rollout
-        assert trainer.pushed_step == 1
-        trainer.push_weights(model)  # what the next rollout would do after the last optimizer step
+        assert vllm_generator.synced_step == 1
+        vllm_generator.sync(model, step=2)  # what the next rollout would do after the last optimizer step
         reference = original.state_dict()
         assert any(not torch.equal(p, reference[n]) for n, p in model.state_dict().items()), "no step taken"
-        assert all(t.logprobs is not None for t in trainer.last_trajectories)
-        assert any(0 in t.completion_mask for t in trainer.last_trajectories), "no tool observation"
+        trajectories = trainer.recorder.last_batch.trajectories
+        assert all(t.logprobs is not None for t in trajectories)
+        assert any(0 in t.completion_mask for t in trajectories), "no tool observation"
         # vLLM's logprobs of its own greedy tokens are the trained model's (teacher-forced): it holds the
         # new weights. (Token ids alone can part at a near-tie after training at temperature 2.)
         model.eval()

@@ -167,16 +167,39 @@ def tiny_grpo_config(output_dir: Path | str, **overrides: Any) -> Any:
     return GRPOConfig(**settings)
 
 
-def searching_trainer_kwargs(max_new_tokens: int = 16) -> dict[str, Any]:
-    """The ``MCPGRPOTrainer`` arguments of the tiny searching setup: rewards, parser, prompt and rollout."""
+def searching_pipeline(
+    model: Any,
+    tokenizer: Any,
+    pool: Any,
+    *,
+    generator: Any = None,
+    max_new_tokens: int = 16,
+    temperature: float = 1.0,
+) -> Any:
+    """The ``RolloutPipeline`` of the tiny searching setup: Search-R1 tags, short prompts, 3 turns."""
     from mcp_rl.configs import RolloutConfig
+    from mcp_rl.generation import TransformersGenerator
+    from mcp_rl.pipeline import RolloutPipeline
+
+    return RolloutPipeline(
+        tokenizer,
+        generator or TransformersGenerator(model, tokenizer),
+        pool=pool,
+        parser="search_r1",
+        prompt=tiny_prompt_config(),
+        rollout=RolloutConfig(max_turns=3, max_new_tokens=max_new_tokens, temperature=temperature),
+    )
+
+
+def searching_trainer_kwargs(model: Any, tokenizer: Any, pool: Any, **pipeline: Any) -> dict[str, Any]:
+    """``MCPGRPOTrainer`` arguments of the tiny searching setup: model, tokenizer, rewards, pipeline."""
     from mcp_rl.rewards import exact_match, format_reward
 
     return {
+        "model": model,
+        "processing_class": tokenizer,
         "reward_funcs": [exact_match, format_reward],
-        "parser": "search_r1",
-        "prompt": tiny_prompt_config(),
-        "rollout": RolloutConfig(max_turns=3, max_new_tokens=max_new_tokens, temperature=1.0),
+        "pipeline": searching_pipeline(model, tokenizer, pool, **pipeline),
     }
 
 

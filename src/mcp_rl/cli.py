@@ -262,7 +262,7 @@ def train(
     overrides: SetOption = None,
 ) -> None:
     """Train a recipe with GRPO: progress bar, checkpoints, metrics, traces and a plot in --output-dir."""
-    from mcp_rl.training import train as run_training
+    from mcp_rl.run import train as run_training
 
     loaded = _load_for_run(recipe, overrides)
     output = output_dir or f"runs/{loaded.name}"

@@ -53,8 +53,6 @@ class RolloutEngine:
         self.after_ids = self._encode(after)
         self.truncated_ids = self._encode(TRUNCATED)
         self.last_stats: dict[str, float] = {}
-        # Call the generator every turn even when no episode is left (collective backends need it).
-        self.lockstep = False
 
     # -- the main loop --------------------------------------------------------------------------------
     def rollout(
@@ -71,7 +69,8 @@ class RolloutEngine:
         generate_s = tools_s = 0.0
         for turn_index in range(self.config.max_turns):
             active = [t for t in trajectories if not t.done]
-            if not active and not self.lockstep:
+            # A lockstep backend gathers every rank's prompts: keep calling it until all ranks are done.
+            if not active and not self.generator.lockstep:
                 break
             tick = time.perf_counter()
             generations = self.generate(active, sampling)

@@ -7,7 +7,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,47 +14,23 @@ from tqdm.auto import tqdm
 
 from mcp_rl.configs import Recipe
 from mcp_rl.data import load_qa
-from mcp_rl.engine import RolloutEngine
-from mcp_rl.generation import Generator, TransformersGenerator
 from mcp_rl.models import load_model, pick_dtype
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.prompts import PromptBuilder
+from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.rewards import exact_match_score, f1_score
 from mcp_rl.trajectory import Trajectory
 
 
-@dataclass
-class Session:
-    """Everything a rollout needs, built from a recipe; the pool is closed when the session ends."""
-
-    engine: RolloutEngine
-    prompts: PromptBuilder
-    pool: BlockingToolPool
-
-
 @contextmanager
-def rollout_session(recipe: Recipe, model_path: str | None = None, errlog: Any = None) -> Iterator[Session]:
-    """Load the model (a checkpoint folder with ``model_path``), start the tools, build the engine."""
+def recipe_pipeline(recipe: Recipe, model_path: str | None = None) -> Iterator[RolloutPipeline]:
+    """The recipe's pipeline on its model (a checkpoint folder with ``model_path``), greedy-ready."""
     if model_path:
         recipe.model.name_or_path = model_path
     model, tokenizer = load_model(recipe.model, dtype=pick_dtype(recipe.model.dtype))
     model = _merge_adapters(model, recipe.model.name_or_path)
     model.eval()
-    pool = recipe.tool_pool(errlog).start()
-    try:
-        parser = recipe.parser.build()
-        parser.bind_tools([tool.as_dict() for tool in pool.tools])
-        prompts = PromptBuilder(recipe.prompt, parser, pool.tools, tokenizer)
-        generator: Generator = TransformersGenerator(model, tokenizer, recipe.rollout.batch_size)
-        if recipe.rollout.backend == "vllm":
-            from mcp_rl.models import resolve_model_path
-            from mcp_rl.vllm_backend import VLLMGenerator
-
-            generator = VLLMGenerator(resolve_model_path(recipe.model.name_or_path), tokenizer=tokenizer)
-        engine = RolloutEngine(generator, tokenizer, parser, prompts, pool, recipe.rollout)
-        yield Session(engine, prompts, pool)
-    finally:
-        pool.close()
+    with RolloutPipeline.from_recipe(recipe, model, tokenizer) as pipeline:
+        pipeline.generator.sync(model, step=0)  # a backend with its own weights generates with these
+        yield pipeline
 
 
 def _merge_adapters(model: Any, path: str) -> Any:
@@ -86,11 +61,9 @@ def evaluate(
     rows = [dict(row) for row in dataset]
     started = time.monotonic()
     trajectories: list[Trajectory] = []
-    with rollout_session(recipe, model_path) as session:
+    with recipe_pipeline(recipe, model_path) as pipeline:
         for start in tqdm(range(0, len(rows), batch_size), desc="eval", unit="batch"):
-            batch = rows[start : start + batch_size]
-            messages = [session.prompts.messages(row) for row in batch]
-            trajectories += session.engine.rollout(messages, greedy=True)
+            trajectories += pipeline.rollout_rows(rows[start : start + batch_size], greedy=True)
     report = report_for(trajectories, rows)
     report.update(
         recipe=recipe.name,
@@ -150,8 +123,8 @@ def show_rollouts(
 ) -> list[Trajectory]:
     """Print a few episodes turn by turn — what the model wrote, the call, the observation, the score."""
     rows = [dict(row) for row in load_qa(recipe.data.train, recipe.data.train_split, n)]
-    with rollout_session(recipe, model_path) as session:
-        trajectories = session.engine.rollout([session.prompts.messages(r) for r in rows], greedy=greedy)
+    with recipe_pipeline(recipe, model_path) as pipeline:
+        trajectories = pipeline.rollout_rows(rows, greedy=greedy)
     for index, (trajectory, row) in enumerate(zip(trajectories, rows, strict=True), start=1):
         print(f"\n━━ episode {index}: {row['question']}")
         for number, turn in enumerate(trajectory.turns, start=1):

@@ -35,7 +35,20 @@ class Generation:
 
 
 class Generator(Protocol):
+    """What the rollout engine and the trainer need from a generation backend.
+
+    ``lockstep`` is true when every process must call ``generate`` equally often (a backend that gathers
+    prompts from all ranks), so the engine keeps calling it after this rank's episodes have ended.
+    ``sync`` is called before each rollout with the policy as it is now (unwrapped from any distributed
+    wrapper) and the optimizer step it belongs to: a backend that generates with the policy object itself
+    takes the object; one with its own copy of the weights reloads them when the step changed.
+    """
+
+    lockstep: bool
+
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]: ...
+
+    def sync(self, model: Any, step: int) -> None: ...
 
 
 def cut_at_stop(
@@ -69,7 +82,12 @@ def cut_at_stop(
 
 
 class TransformersGenerator:
-    """``model.generate`` with left padding and a KV cache; stop strings by transformers' own criteria."""
+    """``model.generate`` with left padding and a KV cache; stop strings by transformers' own criteria.
+
+    It generates with the policy object itself, so ``sync`` only points it at the current (unwrapped) one.
+    """
+
+    lockstep = False
 
     def __init__(self, model: Any, tokenizer: Any, batch_size: int | None = None) -> None:
         self.model = model
@@ -83,6 +101,9 @@ class TransformersGenerator:
         self.pad_token_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_token_ids)
         )
+
+    def sync(self, model: Any, step: int) -> None:
+        self.model = model
 
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]:
         step = self.batch_size or len(prompts) or 1

@@ -159,7 +159,10 @@ class VLLMGenerator:
     completes a stop string kept whole, EOS kept, reason ``stop``/``eos``/``length``), with the sampled
     tokens' logprobs alongside (after temperature/top-k/top-p: ``logprobs_mode="processed_logprobs"``, the
     distribution the tokens were actually drawn from, which is what an importance-sampling correction needs).
+    The engine holds its own copy of the weights: ``sync`` pushes the policy's when the step changed.
     """
+
+    lockstep = False
 
     def __init__(
         self,
@@ -215,6 +218,8 @@ class VLLMGenerator:
         self.startup_s = time.perf_counter() - started
         self.eos_token_ids = self._eos_token_ids()
         self.weight_updates = 0
+        # The engine starts from the weights on disk, which are not a resumed run's: the first sync pushes.
+        self.synced_step: int | None = None
 
     def _eos_token_ids(self) -> set[int]:
         """The EOS ids the transformers side stops on: generation_config's and the tokenizer's."""
@@ -259,6 +264,20 @@ class VLLMGenerator:
         return [float(step[token].logprob) for step, token in zip(steps, token_ids, strict=True)]
 
     # -- weights ---------------------------------------------------------------------------------------
+    def sync(self, model: Any, step: int) -> None:
+        """Push ``model``'s weights unless step ``step``'s are already loaded; LoRA is merged for the push."""
+        if step == self.synced_step:
+            return
+        merged = hasattr(model, "merge_adapter")
+        if merged:
+            model.merge_adapter()
+        try:
+            self.load_weights(model.get_base_model() if merged else model)
+        finally:
+            if merged:
+                model.unmerge_adapter()
+        self.synced_step = step
+
     def load_weights(self, source: Mapping[str, torch.Tensor] | torch.nn.Module) -> float:
         """Push new weights (a state dict or a model with HF parameter names) into the engine; seconds taken.
 

@@ -64,15 +64,16 @@ class RecordingTrainer(MCPGRPOTrainer):
         }
         record_writes(self.model, self.record["weight_writes"])
 
-    def log_rollout(self, mode: str, trajectories: Any) -> None:
-        batch: list[Trajectory] = list(trajectories)
-        # Read the pool's counters before the trainer resets them: this process's calls in this batch.
-        pool = self.pool.metrics()
+    def rollout(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        output = super().rollout(prompts, trainer)
+        batch: list[Trajectory] = output["trajectories"]
+        # The pool's counters are reset once the batch's rewards are in: now they are this batch's calls.
+        pool = self.pipeline.tool_metrics()
         self.record["pool_calls"].append({k: v for k, v in pool.items() if k.endswith("/calls")})
         self.record["trajectories"].append(len(batch))
         self.record["calls"].append(sum(len(t.calls) for t in batch))
         self.record["model_tokens"].append(sum(t.completion_mask.count(1) + len(t.prompt_ids) for t in batch))
-        super().log_rollout(mode, batch)
+        return output
 
     def training_step(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         loss = super().training_step(*args, **kwargs)
@@ -124,14 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     pool = BlockingToolPool(parse_mcp_servers({"search": search_stdio_entry(corpus, own / "cache")})).start()
     server_pids = sorted(child_pids() - before)
     trainer = RecordingTrainer(
-        model=model,
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        pool=pool,
-        **searching_trainer_kwargs(),
+        args=args, train_dataset=dataset, **searching_trainer_kwargs(model, tokenizer, pool)
     )
-    trainer.train()  # closes the pool, which stops the search server
+    trainer.train()  # closes the pipeline, whose pool stops the search server
     trainer.save_model(str(out / "final"))  # every rank calls it (FSDP/ZeRO-3 need that); rank 0 writes
     state = trainer.accelerator.state
     result = {

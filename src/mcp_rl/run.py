@@ -13,20 +13,19 @@ Everything a run writes lands in its output folder:
 from __future__ import annotations
 
 import json
-import math
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
-from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from mcp_rl.callbacks import MetricsFile, RunProgress
 from mcp_rl.configs import Recipe
 from mcp_rl.data import load_qa
 from mcp_rl.models import cpu_supports_bf16, load_model, train_top_layers
+from mcp_rl.pipeline import RolloutPipeline
+from mcp_rl.plots import plot_metrics, read_metrics
 from mcp_rl.recipe import recipe_to_yaml
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.trainer import MCPGRPOTrainer, last_complete_checkpoint
@@ -84,108 +83,6 @@ def peft_config(recipe: Recipe) -> Any:
     )
 
 
-class MetricsFile(TrainerCallback):
-    """Every log line as JSON, so a run can be plotted or compared without a tracking service."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def on_log(
-        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **_: Any
-    ) -> None:
-        if state.is_world_process_zero and logs:
-            with self.path.open("a") as out:
-                out.write(json.dumps({"step": state.global_step, "time": time.time(), **logs}) + "\n")
-
-
-class RunProgress(TrainerCallback):
-    """One progress bar: step, reward, exact match, tool calls per second, ETA."""
-
-    def __init__(self) -> None:
-        self.bar: Any = None
-        self.started = time.monotonic()
-
-    def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        if state.is_world_process_zero:
-            self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="train", unit="step")
-
-    def on_log(
-        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **_: Any
-    ) -> None:
-        if self.bar is None or not logs or "reward" not in logs:
-            return
-        self.bar.n = state.global_step
-        elapsed = max(1e-9, time.monotonic() - self.started)
-        calls = logs.get("tools/calls", 0.0)
-        self.bar.set_postfix(
-            reward=f"{logs['reward']:.3f}",
-            em=f"{logs.get('rewards/exact_match/mean', float('nan')):.3f}",
-            calls_s=f"{calls / max(1e-9, logs.get('rollout/total_s', elapsed)):.1f}",
-        )
-        self.bar.refresh()
-
-    def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        if self.bar is not None:
-            self.bar.n = state.global_step
-            self.bar.close()
-
-
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def trailing_mean(values: Sequence[float], window: int) -> list[float]:
-    """Mean of the last ``window`` values at each point (fewer at the start); NaNs are skipped."""
-    means = []
-    for i in range(len(values)):
-        recent = [v for v in values[max(0, i - window + 1) : i + 1] if not math.isnan(v)]
-        means.append(sum(recent) / len(recent) if recent else math.nan)
-    return means
-
-
-def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> Path | None:
-    """Reward per function and tool behaviour over steps, as a PNG: each step faint, a trailing mean solid.
-
-    A step scores only a few questions, so single steps swing widely; the trailing mean is the trend.
-    """
-    rows = [m for m in metrics if "reward" in m]
-    if not rows:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps = [m["step"] for m in rows]
-    reward_keys = sorted({k for m in rows for k in m if k.startswith("rewards/") and k.endswith("/mean")})
-    panels = {
-        "reward": [("reward", "total reward")] + [(k, k.split("/")[1]) for k in reward_keys],
-        "behaviour": [
-            ("rollout/calls_per_trajectory", "tool calls / episode"),
-            ("rollout/answered", "answered"),
-            ("rollout/parse_errors_per_trajectory", "parse errors / episode"),
-        ],
-    }
-    figure, axes = plt.subplots(1, len(panels), figsize=(12, 4.5))
-    for axis, (title, series) in zip(axes, panels.items(), strict=True):
-        for key, label in series:
-            values = [float(m.get(key, math.nan)) for m in rows]
-            if all(math.isnan(v) for v in values):
-                continue
-            (line,) = axis.plot(steps, values, alpha=0.25, linewidth=1)
-            axis.plot(steps, trailing_mean(values, window), color=line.get_color(), linewidth=2, label=label)
-        axis.set_xlabel("step")
-        axis.set_title(f"{title} (solid: mean of the last {window} steps)")
-        axis.legend(fontsize=8)
-        axis.grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
-
-
 def train(
     recipe: Recipe, output_dir: str | Path, *, resume: bool = False, model_path: str | None = None
 ) -> dict[str, Any]:
@@ -198,29 +95,26 @@ def train(
     if not resume:
         for stale in ("metrics.jsonl", "traces.jsonl"):
             (output / stale).unlink(missing_ok=True)
-    (output / "recipe.yaml").write_text(recipe_to_yaml(recipe))
     if model_path:
         recipe.model.name_or_path = model_path
+    (output / "recipe.yaml").write_text(recipe_to_yaml(recipe))  # the run as it will be, --model included
     started = time.monotonic()
     model, tokenizer = load_model(recipe.model)
     if recipe.model.train_top_layers is not None:
         train_top_layers(model, recipe.model.train_top_layers)
-    errlog = (output / "tool_servers.log").open("a")
-    pool = recipe.tool_pool(errlog).start()
-    try:
-        reward_funcs, weights = build_reward_functions(recipe.rewards, pool)
-        args = grpo_config(recipe, output)
-        args.reward_weights = weights
+    args = grpo_config(recipe, output)
+    with (
+        (output / "tool_servers.log").open("a") as errlog,
+        RolloutPipeline.from_recipe(recipe, model, tokenizer, errlog=errlog, seed=args.seed) as pipeline,
+    ):
+        reward_funcs, args.reward_weights = build_reward_functions(recipe.rewards, pipeline.pool)
         trainer = MCPGRPOTrainer(
             model=model,
             reward_funcs=reward_funcs,
             args=args,
             train_dataset=training_dataset(recipe),
             processing_class=tokenizer,
-            pool=pool,
-            parser=recipe.parser.build(),
-            prompt=recipe.prompt,
-            rollout=recipe.rollout,
+            pipeline=pipeline,
             peft_config=peft_config(recipe),
             trace_path=output / "traces.jsonl",
             callbacks=[MetricsFile(output / "metrics.jsonl"), RunProgress()],
@@ -233,9 +127,6 @@ def train(
         final = output / "final"
         trainer.save_model(str(final))
         tokenizer.save_pretrained(str(final))
-    finally:
-        pool.close()
-        errlog.close()
     metrics = read_metrics(output / "metrics.jsonl")
     plot = plot_metrics(metrics, output / "training.png")
     summary = summarize(metrics, time.monotonic() - started, resumed_from=checkpoint)

@@ -1,0 +1,160 @@
+"""``EpisodeRecorder``: traces and rollout metrics written from what the reward functions received.
+
+The recorder wraps each reward function. TRL calls every function once per batch with the same keyword
+arguments (our ``trajectories``, every dataset column, ``trainer_state``, ``log_metric``); when the last
+function of a batch has returned, the recorder has the episodes, the rows and every function's scores
+together, and only then
+
+- appends one trace line per episode (the episode, its score per function, its dataset row), and
+- logs the batch's rollout numbers and the tool pool's counters through TRL's ``log_metric``, resetting
+  the counters: a step's ``tools/*`` numbers include the calls its tool-verifying rewards made.
+
+So nothing travels between two private trainer methods, and the scores in a trace are exactly the ones
+the loss used.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_rl.engine import rollout_metrics
+from mcp_rl.pipeline import RolloutPipeline
+from mcp_rl.rewards import sample_rows
+from mcp_rl.trajectory import Trajectory
+
+
+def is_counter(key: str) -> bool:
+    """Counters add up over processes (calls, failures, reconnects); every other metric is a mean."""
+    return key.endswith("/calls") or "/failures" in key or key.endswith("/reconnects")
+
+
+def is_async_callable(function: Callable[..., Any]) -> bool:
+    """``async def`` functions and objects with an ``async def __call__`` (TRL awaits both)."""
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)  # noqa: B004 - an object's async __call__, not callability
+    )
+
+
+@dataclass
+class _Batch:
+    trajectories: Sequence[Trajectory]
+    scores: dict[str, list[float | None]] = field(default_factory=dict)
+
+
+class EpisodeRecorder:
+    """Wraps reward functions; writes traces and logs metrics once a batch is fully scored.
+
+    Args:
+        pipeline: the pipeline the episodes came from (its engine's timings, its pool's counters).
+        trace_path: where trace lines go (JSON lines, appended), or None for no traces.
+
+    Counters are summed over processes: TRL averages ``log_metric`` values over processes, so each process
+    logs its count times the number of processes.
+    """
+
+    def __init__(self, pipeline: RolloutPipeline, trace_path: str | Path | None = None) -> None:
+        self.pipeline = pipeline
+        self.trace_path = Path(trace_path) if trace_path else None
+        self.num_processes = 1
+        self.gather_keys: Callable[[list[str]], list[str]] | None = None
+        self.names: list[str] = []
+        self.last_batch: _Batch | None = None
+        self._batch: _Batch | None = None
+        self._lock = threading.Lock()
+
+    def distribute(
+        self, process_index: int, num_processes: int, gather_keys: Callable[[list[str]], list[str]]
+    ) -> None:
+        """Record as one of ``num_processes`` training processes: traces go to a file per rank, and
+        every process logs the union of all processes' metric names (``gather_keys``, a collective)."""
+        self.num_processes = num_processes
+        self.gather_keys = gather_keys
+        if self.trace_path is not None and num_processes > 1:
+            self.trace_path = self.trace_path.with_name(
+                f"{self.trace_path.stem}.rank{process_index}{self.trace_path.suffix}"
+            )
+
+    # -- wrapping -------------------------------------------------------------------------------------
+    def wrap(self, function: Callable[..., Any], name: str) -> Callable[..., Any]:
+        """``function`` under the same name (what TRL logs it as), reporting its scores here."""
+        self.names.append(name)
+        if is_async_callable(function):
+
+            async def scored_async(**kwargs: Any) -> list[float | None]:
+                scores = await function(**kwargs)
+                self.scored(name, scores, kwargs)
+                return scores
+
+            wrapper: Callable[..., Any] = scored_async
+        else:
+
+            def scored(**kwargs: Any) -> list[float | None]:
+                scores = function(**kwargs)
+                self.scored(name, scores, kwargs)
+                return scores
+
+            wrapper = scored
+        wrapper.__name__ = wrapper.__qualname__ = name
+        wrapper.__doc__ = getattr(function, "__doc__", None)
+        return wrapper
+
+    def scored(self, name: str, scores: Sequence[float | None], kwargs: Mapping[str, Any]) -> None:
+        """One function's scores for a batch; the batch is recorded when every function has reported."""
+        trajectories = kwargs.get("trajectories")
+        if trajectories is None:
+            return  # not our rollout (plain TRL generation): nothing to trace
+        with self._lock:
+            if self._batch is None or self._batch.trajectories is not trajectories:
+                self._batch = _Batch(trajectories)
+            self._batch.scores[name] = list(scores)
+            if len(self._batch.scores) < len(self.names):
+                return
+            batch, self._batch = self._batch, None
+        self.last_batch = batch
+        state = kwargs.get("trainer_state")
+        step = state.global_step if state is not None else 0
+        self.write_traces(batch, sample_rows(len(trajectories), kwargs), step)
+        log_metric = kwargs.get("log_metric")
+        if log_metric is not None:
+            self.log_metrics(batch.trajectories, log_metric)
+
+    # -- what is recorded -----------------------------------------------------------------------------
+    def write_traces(self, batch: _Batch, rows: Sequence[Mapping[str, Any]], step: int) -> None:
+        """One JSON line per episode: step, score per function, the dataset row, the episode itself."""
+        if self.trace_path is None:
+            return
+        self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.trace_path.open("a") as out:
+            for index, (trajectory, row) in enumerate(zip(batch.trajectories, rows, strict=True)):
+                record = {
+                    "step": step,
+                    "rewards": {name: scores[index] for name, scores in batch.scores.items()},
+                    "question": row.get("question"),
+                    "golden_answers": row.get("golden_answers"),
+                    "row": dict(row),
+                    **trajectory.to_dict(),
+                }
+                record.pop("prompt_messages")  # the same for a whole group, and long
+                out.write(json.dumps(record, default=str) + "\n")
+
+    def log_metrics(
+        self, trajectories: Sequence[Trajectory], log_metric: Callable[[str, float], None]
+    ) -> None:
+        """The batch's rollout numbers, the engine's timings and the pool's counters (then reset)."""
+        metrics = {
+            **rollout_metrics(trajectories),
+            **self.pipeline.engine.last_stats,
+            **self.pipeline.tool_metrics(reset=True),
+        }
+        keys = sorted(metrics)
+        if self.num_processes > 1 and self.gather_keys is not None:
+            keys = sorted(set(self.gather_keys(keys)))
+        for key in keys:
+            value = float(metrics.get(key, 0.0))
+            log_metric(key, value * self.num_processes if is_counter(key) else value)
