@@ -168,6 +168,17 @@ class _ActionTagParser(Parser):
             answer = self._strip_think(text).strip() or None
         return ParsedTurn(calls=calls, errors=errors, answer=answer)
 
+    def _invalid_action(self, parts: list[str]) -> str:
+        """An ``invalid_action_message``: ``parts`` (how to act), how to answer, then "Let me try again."."""
+        parts = list(parts)
+        if self.answer_tag is not None:
+            parts.append(
+                f"If I want to give the final answer, I should put the answer between <{self.answer_tag}> "
+                f"and </{self.answer_tag}>."
+            )
+        parts.append("Let me try again.")
+        return "\n" + " ".join(parts) + "\n"
+
     def _closing_sentences(self) -> list[str]:
         lines = []
         if self.answer_tag is not None:
@@ -287,19 +298,12 @@ class TagParser(_ActionTagParser):
 
     @property
     def invalid_action_message(self) -> str:
-        parts = ["My previous action is invalid."]
-        parts += [
+        usages = [
             f"If I want to use {self.tags[t].tool}, I should put the {self.argument(t)} between "
             f"<{t}> and </{t}>."
             for t in self.tags
         ]
-        if self.answer_tag is not None:
-            parts.append(
-                f"If I want to give the final answer, I should put the answer between <{self.answer_tag}> "
-                f"and </{self.answer_tag}>."
-            )
-        parts.append("Let me try again.")
-        return "\n" + " ".join(parts) + "\n"
+        return self._invalid_action(["My previous action is invalid.", *usages])
 
 
 class SearchR1Parser(TagParser):

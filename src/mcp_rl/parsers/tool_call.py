@@ -191,14 +191,9 @@ class ToolCallParser(_ActionTagParser):
 
     @property
     def invalid_action_message(self) -> str:
-        parts = [
-            "My previous action is invalid. If I want to call a tool, I should write "
-            '<tool_call>{"name": <tool-name>, "arguments": <args-json-object>}</tool_call>.'
-        ]
-        if self.answer_tag is not None:
-            parts.append(
-                f"If I want to give the final answer, I should put the answer between <{self.answer_tag}> "
-                f"and </{self.answer_tag}>."
-            )
-        parts.append("Let me try again.")
-        return "\n" + " ".join(parts) + "\n"
+        return self._invalid_action(
+            [
+                "My previous action is invalid. If I want to call a tool, I should write "
+                '<tool_call>{"name": <tool-name>, "arguments": <args-json-object>}</tool_call>.'
+            ]
+        )
