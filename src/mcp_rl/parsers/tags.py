@@ -1,91 +1,18 @@
-"""Model text of one turn → tool calls and/or a final answer, and how results are written back.
-
-A parser owns one action format end to end: the strings that stop generation after an action, the
-extraction of actions from a turn, the observation text for the results, the system-prompt text that
-teaches the format, and the observation for a turn without any action. Two families:
-
-* ``tool_call``: Qwen/Hermes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
-* ``tags``: one tag per tool, e.g. ``<search> query </search>`` → ``search(query=...)``;
-  ``search_r1`` is its preset for the Search-R1 protocol.
-
-``parse`` never raises: whatever the model wrote becomes calls, an answer, or ``ParseError`` items whose
-message is an observation that teaches the model the correct format. It expects the text to include the
-stop string that ended generation (an action without its closing tag is reported as unclosed).
+"""The action-tag machinery: ``_ActionTagParser`` scans a turn for ``<tag>content</tag>`` actions (the
+answer tag, think blocks, unclosed and orphaned tags, the per-turn call limit) for every format, and the
+``tags`` family built on it: ``TagParser`` (one tag per tool, ``<search> query </search>``) and its
+Search-R1 preset ``SearchR1Parser``.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import json_repair
-
-__all__ = [
-    "PARSERS",
-    "ParseError",
-    "ParsedTurn",
-    "Parser",
-    "SearchR1Parser",
-    "TagParser",
-    "ToolCall",
-    "ToolCallParser",
-    "build_parser",
-]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    name: str
-    arguments: dict[str, Any]
-    raw: str
-
-
-@dataclass(frozen=True)
-class ParseError:
-    message: str
-    raw: str
-
-
-@dataclass(frozen=True)
-class ParsedTurn:
-    calls: list[ToolCall]
-    errors: list[ParseError]
-    answer: str | None
-
-    @property
-    def has_action(self) -> bool:
-        return bool(self.calls or self.errors) or self.answer is not None
-
-
-class Parser(ABC):
-    name: ClassVar[str]
-    stop_strings: list[str]
-
-    def __init__(self) -> None:
-        self._tools: dict[str, Mapping[str, Any]] = {}
-
-    @abstractmethod
-    def parse(self, text: str) -> ParsedTurn: ...
-
-    @abstractmethod
-    def format_observation(self, items: Sequence[tuple[ToolCall | ParseError, str]]) -> str: ...
-
-    @abstractmethod
-    def describe_tools(self, tools: Sequence[Mapping[str, Any]]) -> str: ...
-
-    @property
-    @abstractmethod
-    def invalid_action_message(self) -> str: ...
-
-    def bind_tools(self, tools: Sequence[Mapping[str, Any]]) -> None:
-        """Remember the MCP tools so parsing and messages can use their schemas (``describe_tools`` calls
-        this, so a parser that described the tools already knows them)."""
-        self._tools = {str(t["name"]): t for t in tools if isinstance(t, Mapping) and "name" in t}
-
+from mcp_rl.parsers.base import ParsedTurn, ParseError, Parser, ToolCall, _input_schema
 
 _TAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
 
@@ -94,15 +21,6 @@ def _check_tag(tag: Any, what: str) -> str:
     if not isinstance(tag, str) or not _TAG_NAME.fullmatch(tag):
         raise ValueError(f"{what} must be a tag name like 'search' (letters, digits, _ . : -), got {tag!r}")
     return tag
-
-
-def _input_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
-    # MCP's wire format says inputSchema, the project's tool dicts say input_schema, OpenAI says parameters.
-    for key in ("input_schema", "inputSchema", "parameters"):
-        schema = tool.get(key)
-        if isinstance(schema, Mapping):
-            return dict(schema)
-    return {"type": "object", "properties": {}}
 
 
 def _plural(n: int, word: str) -> str:
@@ -250,6 +168,17 @@ class _ActionTagParser(Parser):
             answer = self._strip_think(text).strip() or None
         return ParsedTurn(calls=calls, errors=errors, answer=answer)
 
+    def _invalid_action(self, parts: list[str]) -> str:
+        """An ``invalid_action_message``: ``parts`` (how to act), how to answer, then "Let me try again."."""
+        parts = list(parts)
+        if self.answer_tag is not None:
+            parts.append(
+                f"If I want to give the final answer, I should put the answer between <{self.answer_tag}> "
+                f"and </{self.answer_tag}>."
+            )
+        parts.append("Let me try again.")
+        return "\n" + " ".join(parts) + "\n"
+
     def _closing_sentences(self) -> list[str]:
         lines = []
         if self.answer_tag is not None:
@@ -258,195 +187,6 @@ class _ActionTagParser(Parser):
             tag = self.think_tag
             lines.append(f"Reason inside <{tag}> and </{tag}>; actions written there are ignored.")
         return lines
-
-
-# json_repair's time grows quadratically with unbalanced nesting (0.4 s at 3,000 "{"); no real tool call
-# nests anywhere near this deep, so such text is reported as not understood instead of repaired.
-_MAX_REPAIR_DEPTH = 64
-
-
-def _nesting_depth(text: str) -> int:
-    depth = deepest = 0
-    for char in text:
-        if char in "{[":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "}]":
-            depth = max(depth - 1, 0)
-    return deepest
-
-
-def _decode_json(text: str) -> Any:
-    """Strict JSON first (several concatenated values become a list), then ``json_repair``; a failure of
-    either is ``None``, which callers report as not understood."""
-    decoder, values, pos = json.JSONDecoder(), [], 0
-    try:
-        while pos < len(text):
-            while pos < len(text) and text[pos].isspace():
-                pos += 1
-            if pos == len(text):
-                break
-            value, pos = decoder.raw_decode(text, pos)
-            values.append(value)
-        if values:
-            return values[0] if len(values) == 1 else values
-    except (ValueError, RecursionError):
-        pass
-    if _nesting_depth(text) > _MAX_REPAIR_DEPTH:
-        return None
-    try:
-        return json_repair.loads(text)
-    except Exception:  # the repairer's failure modes are not part of its contract (RecursionError, ...)
-        return None
-
-
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
-
-
-def _type_name(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
-    )
-
-
-class ToolCallParser(_ActionTagParser):
-    """Qwen/Hermes JSON tool calls: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
-
-    Options: ``answer_tag`` ("answer"; ``None``: a turn without a call is the answer), ``think_tag``
-    (None), ``stop_at_call`` (True: generation stops after the first call, one call per turn),
-    ``max_calls`` (None: no limit).
-    """
-
-    name: ClassVar[str] = "tool_call"
-    TAG: ClassVar[str] = "tool_call"
-
-    def __init__(
-        self,
-        *,
-        answer_tag: str | None = "answer",
-        think_tag: str | None = None,
-        stop_at_call: bool = True,
-        max_calls: int | None = None,
-    ) -> None:
-        super().__init__(
-            [self.TAG],
-            answer_tag=answer_tag,
-            think_tag=think_tag,
-            max_calls=max_calls,
-            stop_at_call=stop_at_call,
-        )
-
-    def _call_format(self) -> str:
-        example = '<tool_call>{"name": "<tool name>", "arguments": {"<parameter>": <value>}}</tool_call>'
-        hint = f"{example}, with valid JSON."
-        if self._tools:
-            hint += f" Available tools: {', '.join(self._tools)}."
-        return hint
-
-    def _format_hint(self) -> str:
-        return f"Write each call as {self._call_format()}"
-
-    def _usage(self, tag: str) -> str:
-        return f"To call a tool, write {self._call_format()}"
-
-    def _action(self, tag: str, content: str, raw: str) -> list[ToolCall | ParseError]:
-        body = content.strip()
-        if fence := _FENCE.match(body):
-            body = fence.group(1).strip()
-        if not body:
-            return [ParseError(f"The tool call was empty. {self._format_hint()}", raw)]
-        value = _decode_json(body)
-        # A model may batch calls as a JSON list inside one tag; each item is judged on its own.
-        items = value if isinstance(value, list) and value else [value]
-        return [self._call(item, raw) for item in items]
-
-    def _call(self, value: Any, raw: str) -> ToolCall | ParseError:
-        def error(problem: str) -> ParseError:
-            return ParseError(f"Invalid tool call: {problem}. {self._format_hint()}", raw)
-
-        if not isinstance(value, dict):
-            return error("the text inside <tool_call> is not a JSON object")
-        # OpenAI's envelope {"type": "function", "function": {...}} is unwrapped rather than rejected.
-        if "name" not in value and isinstance(value.get("function"), dict):
-            value = value["function"]
-        name = value.get("name")
-        if name is None:
-            return error('the JSON object has no "name" field')
-        if not isinstance(name, str) or not name.strip():
-            return error(f'"name" must be a non-empty string, got {_type_name(name)}')
-        arguments = value.get("arguments", value.get("parameters"))
-        if isinstance(arguments, str):
-            # Some templates (OpenAI style) serialise the arguments as a JSON string.
-            arguments = _decode_json(arguments) if arguments.strip() else {}
-            if arguments is None or arguments == "":
-                return error('"arguments" is a string that is not valid JSON; write it as a JSON object')
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            return error(
-                f'"arguments" must be a JSON object of parameter names to values, got {_type_name(arguments)}'
-            )
-        return ToolCall(name=name.strip(), arguments=arguments, raw=raw)
-
-    def format_observation(self, items: Sequence[tuple[ToolCall | ParseError, str]]) -> str:
-        return "\n".join(f"<tool_response>\n{result}\n</tool_response>" for _, result in items)
-
-    def describe_tools(self, tools: Sequence[Mapping[str, Any]]) -> str:
-        self.bind_tools(tools)
-        signatures = "\n".join(
-            json.dumps(
-                {
-                    "type": "function",
-                    "function": {
-                        "name": name,
-                        "description": str(tool.get("description") or ""),
-                        "parameters": _input_schema(tool),
-                    },
-                },
-                ensure_ascii=False,
-                default=str,
-            )
-            for name, tool in self._tools.items()
-        )
-        how_many = (
-            "Call one function at a time and wait for its result."
-            if self.stop_at_call
-            else "You may call one or more functions in a turn."
-        )
-        lines = [
-            "# Tools",
-            "",
-            "You may call functions to assist with the user query. " + how_many,
-            "",
-            "You are provided with function signatures within <tools></tools> XML tags:",
-            "<tools>",
-            signatures,
-            "</tools>",
-            "",
-            "For each function call, return a json object with function name and arguments within "
-            "<tool_call></tool_call> XML tags:",
-            "<tool_call>",
-            '{"name": <function-name>, "arguments": <args-json-object>}',
-            "</tool_call>",
-            "",
-            "Results come back within <tool_response></tool_response> XML tags.",
-            *self._closing_sentences(),
-        ]
-        return "\n".join(lines)
-
-    @property
-    def invalid_action_message(self) -> str:
-        parts = [
-            "My previous action is invalid. If I want to call a tool, I should write "
-            '<tool_call>{"name": <tool-name>, "arguments": <args-json-object>}</tool_call>.'
-        ]
-        if self.answer_tag is not None:
-            parts.append(
-                f"If I want to give the final answer, I should put the answer between <{self.answer_tag}> "
-                f"and </{self.answer_tag}>."
-            )
-        parts.append("Let me try again.")
-        return "\n" + " ".join(parts) + "\n"
 
 
 @dataclass(frozen=True)
@@ -558,19 +298,12 @@ class TagParser(_ActionTagParser):
 
     @property
     def invalid_action_message(self) -> str:
-        parts = ["My previous action is invalid."]
-        parts += [
+        usages = [
             f"If I want to use {self.tags[t].tool}, I should put the {self.argument(t)} between "
             f"<{t}> and </{t}>."
             for t in self.tags
         ]
-        if self.answer_tag is not None:
-            parts.append(
-                f"If I want to give the final answer, I should put the answer between <{self.answer_tag}> "
-                f"and </{self.answer_tag}>."
-            )
-        parts.append("Let me try again.")
-        return "\n" + " ".join(parts) + "\n"
+        return self._invalid_action(["My previous action is invalid.", *usages])
 
 
 class SearchR1Parser(TagParser):
@@ -619,19 +352,3 @@ class SearchR1Parser(TagParser):
             "and </search>. If I want to give the final answer, I should put the answer between <answer> "
             "and </answer>. Let me try again.\n"
         )
-
-
-PARSERS: dict[str, Callable[..., Parser]] = {
-    cls.name: cls for cls in (ToolCallParser, TagParser, SearchR1Parser)
-}
-
-
-def build_parser(name: str, **options: Any) -> Parser:
-    """The parser registered as ``name``, built with ``options`` (a recipe's parser section)."""
-    factory = PARSERS.get(name)
-    if factory is None:
-        raise ValueError(f"unknown parser {name!r}; available parsers: {', '.join(sorted(PARSERS))}")
-    try:
-        return factory(**options)
-    except TypeError as exc:  # an unknown or misspelt option in a recipe
-        raise ValueError(f"invalid options for parser {name!r}: {exc}") from exc

@@ -1,104 +1,40 @@
-"""ToolPool: many MCP servers, many concurrent tool calls, failures that come back as results.
-
-Every connection is owned by one supervisor task (anyio requires a client context to be entered and left
-by the same task); callers from anywhere in a rollout batch share its session, which correlates any
-number of requests in flight. The supervisor lists tools once after connecting, pings an idle server,
-and reconnects with backoff after a crash or a dropped HTTP connection, cancelling the calls that were in
-flight so they come back as "connection lost" instead of hanging.
-
-``ToolPool`` is the async core; ``BlockingToolPool`` runs it on a background event loop for synchronous
-callers such as the trainer.
+"""``ToolPool``, the async core: routing tool names to servers, per-server concurrency caps, timeouts,
+retries of calls lost with their connection, ``call_many``, argument validation against each tool's JSON
+schema, and per-tool metrics. Connections themselves are ``_Connection`` supervisors (``connection.py``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO
 
 import anyio
-import anyio.from_thread
-import httpx2
 import jsonschema
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, Tool
+from mcp.types import CallToolResult
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND
 
 from mcp_rl.observation import render_result, truncate
+from mcp_rl.pool.connection import _Connection
+from mcp_rl.pool.results import (
+    FailureKind,
+    ToolPoolError,
+    ToolResult,
+    ToolSpec,
+    _classify_error_result,
+    _describe,
+    failed,
+)
 from mcp_rl.servers import ServerConfig
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
-
-
-class FailureKind(StrEnum):
-    """Why a call produced no tool output; the values are what logs and observations say."""
-
-    TIMEOUT = "timeout"
-    CONNECTION_LOST = "connection lost"
-    UNAVAILABLE = "server unavailable"
-    TOOL_ERROR = "tool error"
-    BAD_ARGUMENTS = "bad arguments"
-    UNKNOWN_TOOL = "unknown tool"
-
-
-class ToolPoolError(RuntimeError):
-    """The pool cannot be used at all (a server failed to start, or the pool is closed)."""
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as the model sees it: a pool-unique name, plus where it really lives."""
-
-    name: str
-    server: str
-    remote_name: str
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """MCP's shape, for prompts and parsers."""
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
-
-    def as_openai(self) -> dict[str, Any]:
-        """The function-calling shape chat templates take through ``tools=``."""
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
-        }
-
-
-@dataclass
-class ToolResult:
-    """The outcome of one call. ``text`` is always the observation the model reads, failures included."""
-
-    tool: str
-    arguments: dict[str, Any]
-    text: str
-    failure: FailureKind | None = None
-    latency_s: float = 0.0
-    attempts: int = 1
-    structured: Any = None
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
-
-
-def failed(tool: str, arguments: dict[str, Any], kind: FailureKind, detail: str, **extra: Any) -> ToolResult:
-    return ToolResult(tool=tool, arguments=arguments, text=f"Error ({kind}): {detail}", failure=kind, **extra)
 
 
 @dataclass
@@ -111,182 +47,6 @@ class _Stats:
 def _percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in error.exceptions)
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-
-
-class _Connection:
-    """One server: its supervisor task, its live client and the calls in flight on it."""
-
-    def __init__(self, config: ServerConfig, errlog: TextIO, ping_interval_s: float) -> None:
-        self.config = config
-        self.errlog = errlog
-        self.ping_interval_s = ping_interval_s
-        self.limiter = anyio.CapacityLimiter(config.max_concurrency)
-        self.client: Client | None = None
-        self.tools: list[Tool] = []
-        self.ready = anyio.Event()
-        self.lost = anyio.Event()
-        self.inflight: set[anyio.CancelScope] = set()
-        self.connections = 0
-        self.last_error = "not connected yet"
-        self.closing = False
-        self.first_attempt_failed = anyio.Event()
-        # The MCP client turns any HTTP error into "Server returned an error response"; the status itself
-        # is what tells a user that the token (401/403) or the Host header (421) is wrong.
-        self.http_status: int | None = None
-
-    @property
-    def reconnects(self) -> int:
-        return max(0, self.connections - 1)
-
-    def _client(self) -> Client:
-        config = self.config
-        if config.server is not None:
-            return Client(config.server)
-        if config.url is not None:
-            return Client(self._http_transport())
-        params = StdioServerParameters(
-            command=config.command or "",
-            args=config.args,
-            # Servers inherit our environment (caches, offline flags, tokens the user exported) as a
-            # shell-launched child would; the config's env wins.
-            env={**os.environ, **config.env},
-            cwd=config.cwd,
-        )
-        return Client(stdio_client(params, errlog=self.errlog))
-
-    @asynccontextmanager
-    async def _http_transport(self) -> AsyncIterator[Any]:
-        # An explicit client: httpx defaults (a 30 s pool timeout, 100 connections) would cap concurrency
-        # and turn a slow tool into a confusing transport error.
-        limits = httpx2.Limits(max_connections=self.config.max_concurrency + 8, max_keepalive_connections=64)
-        timeout = httpx2.Timeout(self.config.connect_timeout_s, read=None)
-        async with (
-            httpx2.AsyncClient(
-                headers=self.config.headers,
-                timeout=timeout,
-                limits=limits,
-                event_hooks={"response": [self._note_http_status]},
-            ) as http,
-            streamable_http_client(self.config.url or "", http_client=http) as streams,
-        ):
-            yield streams
-
-    async def _note_http_status(self, response: httpx2.Response) -> None:
-        if response.status_code >= 400:
-            self.http_status = response.status_code
-
-    def _http_error_hint(self) -> str | None:
-        status = self.http_status
-        if status in (401, 403):
-            return (
-                f"HTTP {status}: the server rejected the credentials; check this server's 'headers' "
-                "(e.g. Authorization: Bearer ${TOKEN}) and that the token is the one the server expects"
-            )
-        if status == 421:
-            return (
-                "HTTP 421: the server rejected the Host header (DNS-rebinding protection); connect through "
-                "the address the server listens on (127.0.0.1 or localhost)"
-            )
-        return None  # other statuses (405 on the optional GET stream, say) explain nothing at start-up
-
-    async def supervise(self) -> None:
-        """Connect, serve, and reconnect with exponential backoff until the pool closes."""
-        delay = 0.1
-        while not self.closing:
-            self.http_status = None
-            try:
-                # One scope around the whole connection (anyio scopes must nest): its deadline bounds the
-                # start and handshake, and is lifted once the tools are listed.
-                with anyio.CancelScope(
-                    deadline=anyio.current_time() + self.config.connect_timeout_s
-                ) as start:
-                    async with self._client() as client:
-                        self.tools = await _list_all_tools(client)
-                        start.deadline = math.inf
-                        self.client, self.lost = client, anyio.Event()
-                        self.connections += 1
-                        self.ready.set()
-                        delay = 0.1
-                        try:
-                            await self._watch(client)
-                        finally:
-                            self._drop()
-                if start.cancelled_caught:
-                    self.last_error = f"no handshake within {self.config.connect_timeout_s:.0f} s"
-            except Exception as error:  # ExceptionGroup included: a dead HTTP transport raises one
-                self.last_error = _describe(error)
-                hint = self._http_error_hint()
-                if hint is not None:
-                    self.last_error = f"{hint} ({self.last_error})"
-            self._drop()
-            if self.connections == 0:
-                self.first_attempt_failed.set()
-            if self.closing:
-                return
-            logger.warning(
-                "MCP server %r: %s; reconnecting in %.1f s", self.config.name, self.last_error, delay
-            )
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 5.0)
-
-    async def _watch(self, client: Client) -> None:
-        """Return when the connection is lost: a call saw it die, or an idle health check went unanswered."""
-        while True:
-            with anyio.move_on_after(self.ping_interval_s):
-                await self.lost.wait()
-                return
-            try:
-                with anyio.fail_after(max(5.0, self.ping_interval_s)):
-                    # `ping` is gone from the 2026-07-28 protocol; an uncached listing works on all of them.
-                    await client.list_tools(cache_mode="bypass")
-            except Exception as error:
-                self.last_error = f"health check failed: {_describe(error)}"
-                return
-
-    def _drop(self) -> None:
-        """Forget the client and cancel the calls in flight on it (they will report 'connection lost')."""
-        self.client = None
-        if self.ready.is_set():
-            self.ready = anyio.Event()
-        self.lost.set()
-        for scope in self.inflight:
-            scope.cancel()
-        self.inflight = set()
-
-    async def wait_ready(self) -> Client:
-        while self.client is None or self.lost.is_set():
-            if self.closing:
-                raise ToolPoolError("the tool pool is closed")
-            await self.ready.wait()
-            if self.client is None or self.lost.is_set():
-                await anyio.sleep(0.01)
-        return self.client
-
-
-async def _list_all_tools(client: Client) -> list[Tool]:
-    tools: list[Tool] = []
-    cursor: str | None = None
-    while True:
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
-
-
-def _classify_error_result(text: str) -> FailureKind:
-    lowered = text.lower()
-    if "unknown tool" in lowered or "tool not found" in lowered:
-        return FailureKind.UNKNOWN_TOOL
-    if "validation error" in lowered or "invalid arguments" in lowered:
-        return FailureKind.BAD_ARGUMENTS
-    return FailureKind.TOOL_ERROR
 
 
 class ToolPool:
@@ -613,70 +373,3 @@ def _argument_problem(validator: Any, arguments: dict[str, Any]) -> str | None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{error.message}" + (f" (at {where})" if where else "")
-
-
-class BlockingToolPool:
-    """A ``ToolPool`` on a background event loop, for synchronous code (trainer hooks, CLI).
-
-    ``portal`` runs any other coroutine on the same loop (the rollout engine and reward functions use it
-    so that their tool calls share the pool's connections).
-    """
-
-    def __init__(self, servers: Iterable[ServerConfig], **options: Any) -> None:
-        self.pool = ToolPool(servers, **options)
-        self._portal_cm: Any = None
-        self._pool_cm: Any = None
-        self.portal: anyio.from_thread.BlockingPortal | None = None
-
-    def start(self) -> BlockingToolPool:
-        self._portal_cm = anyio.from_thread.start_blocking_portal()
-        self.portal = self._portal_cm.__enter__()
-        self._pool_cm = self.portal.wrap_async_context_manager(self.pool)
-        try:
-            self._pool_cm.__enter__()
-        except BaseException:
-            self._portal_cm.__exit__(None, None, None)
-            self.portal = None
-            raise
-        return self
-
-    def close(self) -> None:
-        if self.portal is None:
-            return
-        try:
-            self._pool_cm.__exit__(None, None, None)
-        finally:
-            self._portal_cm.__exit__(None, None, None)
-            self.portal = None
-
-    def __enter__(self) -> BlockingToolPool:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def run(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Run an async function on the pool's event loop and wait for its result."""
-        if self.portal is None:
-            raise ToolPoolError("the tool pool is not started")
-        return self.portal.call(function, *args)
-
-    def call(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
-    ) -> ToolResult:
-        return self.run(lambda: self.pool.call(name, arguments, timeout_s=timeout_s))
-
-    def call_many(
-        self, calls: Sequence[tuple[str, Mapping[str, Any] | None]], *, timeout_s: float | None = None
-    ) -> list[ToolResult]:
-        return self.run(lambda: self.pool.call_many(calls, timeout_s=timeout_s))
-
-    @property
-    def tools(self) -> list[ToolSpec]:
-        return self.pool.tools
-
-    def resolve(self, name: str) -> ToolSpec | None:
-        return self.pool.resolve(name)
-
-    def metrics(self, reset: bool = False) -> dict[str, float]:
-        return self.pool.metrics(reset)

@@ -1,0 +1,190 @@
+"""One MCP server's connection, owned by a single supervisor task.
+
+anyio requires a client context to be entered and left by the same task, so ``_Connection.supervise``
+owns the client for the connection's whole life: it connects (stdio, streamable HTTP or in-process),
+lists the tools once, pings an idle server, and reconnects with exponential backoff after a crash or a
+dropped HTTP connection, cancelling the calls in flight so they come back as "connection lost" instead of
+hanging. Callers share its session, which correlates any number of requests in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, TextIO
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Tool
+
+from mcp_rl.pool.results import ToolPoolError, _describe
+from mcp_rl.servers import ServerConfig
+
+logger = logging.getLogger(__name__)
+
+
+class _Connection:
+    """One server: its supervisor task, its live client and the calls in flight on it."""
+
+    def __init__(self, config: ServerConfig, errlog: TextIO, ping_interval_s: float) -> None:
+        self.config = config
+        self.errlog = errlog
+        self.ping_interval_s = ping_interval_s
+        self.limiter = anyio.CapacityLimiter(config.max_concurrency)
+        self.client: Client | None = None
+        self.tools: list[Tool] = []
+        self.ready = anyio.Event()
+        self.lost = anyio.Event()
+        self.inflight: set[anyio.CancelScope] = set()
+        self.connections = 0
+        self.last_error = "not connected yet"
+        self.closing = False
+        self.first_attempt_failed = anyio.Event()
+        # The MCP client turns any HTTP error into "Server returned an error response"; the status itself
+        # is what tells a user that the token (401/403) or the Host header (421) is wrong.
+        self.http_status: int | None = None
+
+    @property
+    def reconnects(self) -> int:
+        return max(0, self.connections - 1)
+
+    def _client(self) -> Client:
+        config = self.config
+        if config.server is not None:
+            return Client(config.server)
+        if config.url is not None:
+            return Client(self._http_transport())
+        params = StdioServerParameters(
+            command=config.command or "",
+            args=config.args,
+            # Servers inherit our environment (caches, offline flags, tokens the user exported) as a
+            # shell-launched child would; the config's env wins.
+            env={**os.environ, **config.env},
+            cwd=config.cwd,
+        )
+        return Client(stdio_client(params, errlog=self.errlog))
+
+    @asynccontextmanager
+    async def _http_transport(self) -> AsyncIterator[Any]:
+        # An explicit client: httpx defaults (a 30 s pool timeout, 100 connections) would cap concurrency
+        # and turn a slow tool into a confusing transport error.
+        limits = httpx2.Limits(max_connections=self.config.max_concurrency + 8, max_keepalive_connections=64)
+        timeout = httpx2.Timeout(self.config.connect_timeout_s, read=None)
+        async with (
+            httpx2.AsyncClient(
+                headers=self.config.headers,
+                timeout=timeout,
+                limits=limits,
+                event_hooks={"response": [self._note_http_status]},
+            ) as http,
+            streamable_http_client(self.config.url or "", http_client=http) as streams,
+        ):
+            yield streams
+
+    async def _note_http_status(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self.http_status = response.status_code
+
+    def _http_error_hint(self) -> str | None:
+        status = self.http_status
+        if status in (401, 403):
+            return (
+                f"HTTP {status}: the server rejected the credentials; check this server's 'headers' "
+                "(e.g. Authorization: Bearer ${TOKEN}) and that the token is the one the server expects"
+            )
+        if status == 421:
+            return (
+                "HTTP 421: the server rejected the Host header (DNS-rebinding protection); connect through "
+                "the address the server listens on (127.0.0.1 or localhost)"
+            )
+        return None  # other statuses (405 on the optional GET stream, say) explain nothing at start-up
+
+    async def supervise(self) -> None:
+        """Connect, serve, and reconnect with exponential backoff until the pool closes."""
+        delay = 0.1
+        while not self.closing:
+            self.http_status = None
+            try:
+                # One scope around the whole connection (anyio scopes must nest): its deadline bounds the
+                # start and handshake, and is lifted once the tools are listed.
+                with anyio.CancelScope(
+                    deadline=anyio.current_time() + self.config.connect_timeout_s
+                ) as start:
+                    async with self._client() as client:
+                        self.tools = await _list_all_tools(client)
+                        start.deadline = math.inf
+                        self.client, self.lost = client, anyio.Event()
+                        self.connections += 1
+                        self.ready.set()
+                        delay = 0.1
+                        try:
+                            await self._watch(client)
+                        finally:
+                            self._drop()
+                if start.cancelled_caught:
+                    self.last_error = f"no handshake within {self.config.connect_timeout_s:.0f} s"
+            except Exception as error:  # ExceptionGroup included: a dead HTTP transport raises one
+                self.last_error = _describe(error)
+                hint = self._http_error_hint()
+                if hint is not None:
+                    self.last_error = f"{hint} ({self.last_error})"
+            self._drop()
+            if self.connections == 0:
+                self.first_attempt_failed.set()
+            if self.closing:
+                return
+            logger.warning(
+                "MCP server %r: %s; reconnecting in %.1f s", self.config.name, self.last_error, delay
+            )
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    async def _watch(self, client: Client) -> None:
+        """Return when the connection is lost: a call saw it die, or an idle health check went unanswered."""
+        while True:
+            with anyio.move_on_after(self.ping_interval_s):
+                await self.lost.wait()
+                return
+            try:
+                with anyio.fail_after(max(5.0, self.ping_interval_s)):
+                    # `ping` is gone from the 2026-07-28 protocol; an uncached listing works on all of them.
+                    await client.list_tools(cache_mode="bypass")
+            except Exception as error:
+                self.last_error = f"health check failed: {_describe(error)}"
+                return
+
+    def _drop(self) -> None:
+        """Forget the client and cancel the calls in flight on it (they will report 'connection lost')."""
+        self.client = None
+        if self.ready.is_set():
+            self.ready = anyio.Event()
+        self.lost.set()
+        for scope in self.inflight:
+            scope.cancel()
+        self.inflight = set()
+
+    async def wait_ready(self) -> Client:
+        while self.client is None or self.lost.is_set():
+            if self.closing:
+                raise ToolPoolError("the tool pool is closed")
+            await self.ready.wait()
+            if self.client is None or self.lost.is_set():
+                await anyio.sleep(0.01)
+        return self.client
+
+
+async def _list_all_tools(client: Client) -> list[Tool]:
+    tools: list[Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
