@@ -98,6 +98,10 @@ class Event:
     pid: str = ""
 
 
+# Everything that has a passage: a name (its title) and a passage id (its line in the corpus).
+Entity = Town | River | Mountain | Person | Org | Invention | Event
+
+
 @dataclass
 class Entities:
     towns: list[Town]

@@ -8,7 +8,17 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 
-from mcp_rl.datasets.fictional.entities import Entities, Event, Invention, Mountain, Org, Person, River, Town
+from mcp_rl.datasets.fictional.entities import (
+    Entities,
+    Entity,
+    Event,
+    Invention,
+    Mountain,
+    Org,
+    Person,
+    River,
+    Town,
+)
 
 _DIRECTIONS = ["north", "south", "east", "west"]
 _TOWN_ADJ = ["small", "quiet", "busy", "hillside", "walled", "market"]
@@ -118,9 +128,7 @@ def _compose(rng: random.Random, intro: str, facts: list[str], filler: list[str]
     return " ".join([intro, *body])
 
 
-def entity_passages(
-    rng: random.Random, w: Entities
-) -> Iterator[tuple[str, Town | River | Mountain | Person | Org | Invention | Event, str]]:
+def entity_passages(rng: random.Random, w: Entities) -> Iterator[tuple[str, Entity, str]]:
     """``(kind, entity, text)`` for every entity, in corpus order (the order of the draws)."""
     for t in w.towns:
         yield "town", t, _town_text(rng, t)

@@ -1,12 +1,33 @@
 """The questions over the fictional world: every single- and two-hop question the entities support, then a
-balanced sample of them split into train and test."""
+balanced sample of them split into train and test.
+
+Each kind of question is one row of a table (:class:`Ask`): its phrasings, how the answer is read off the
+entity, and which passages answer it. :func:`candidates` walks the tables in a fixed order, entity by entity
+and row by row, drawing one phrasing per question: that order is what keeps the shipped files reproducible,
+so new rows go at the end of a table (or in a new table at the end) unless the data is meant to change.
+"""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from mcp_rl.datasets.fictional.entities import Entities, Mountain, River, Town
+from mcp_rl.datasets.fictional.entities import (
+    Entities,
+    Entity,
+    Event,
+    Invention,
+    Mountain,
+    Org,
+    Person,
+    River,
+    Town,
+)
+
+E = TypeVar("E", bound=Entity)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -18,309 +39,305 @@ class Candidate:
     bridge: str | None = None
 
 
-def _town_answers(t: Town) -> list[str]:
+def _itself(e: Entity) -> tuple[Entity, ...]:
+    return (e,)
+
+
+def _always(e: Entity) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Ask(Generic[E]):
+    """One kind of question about an entity ``e`` of type ``E``."""
+
+    template: str
+    # str.format templates over ``e``; one is drawn per question.
+    phrasings: tuple[str, ...]
+    answers: Callable[[E], list[str]]
+    # The entities whose passages answer the question, in reading order: one for a single-hop question; for
+    # a two-hop one, then the bridge entity, named in the first passage and stating the answer.
+    path: Callable[[E], tuple[Entity, ...]] = _itself
+    # Whether ``e`` has the facts the question needs (not every person founded an organisation).
+    when: Callable[[E], bool] = _always
+
+
+# The answers a town, river, mountain or province is accepted under.
+def _town(t: Town) -> list[str]:
     return [t.name]
 
 
-def _river_answers(r: River) -> list[str]:
+def _river(r: River) -> list[str]:
     return [r.name, r.core, f"River {r.core}"]
 
 
-def _mountain_answers(m: Mountain) -> list[str]:
+def _mountain(m: Mountain) -> list[str]:
     return [m.name, m.core]
 
 
-def _province_answers(t: Town) -> list[str]:
+def _province(t: Town) -> list[str]:
     return [t.province, f"{t.province} Province"]
+
+
+def _known(x: T | None) -> T:
+    # Links filled in after an entity is built are typed optional; the row's ``when`` (or the generator,
+    # which gives every mountain a first climber) guarantees them.
+    assert x is not None
+    return x
+
+
+PERSON_ASKS: tuple[Ask[Person], ...] = (
+    Ask(
+        "person_birth_town",
+        (
+            "In which town was {e.name} born?",
+            "Where was {e.name} born?",
+            "What is the birthplace of {e.name}?",
+        ),
+        lambda p: _town(p.town),
+    ),
+    Ask(
+        "person_birth_year",
+        ("In which year was {e.name} born?", "When was {e.name} born?"),
+        lambda p: [str(p.born)],
+    ),
+    Ask(
+        "person_org",
+        ("Which organisation did {e.name} found?", "What organisation was founded by {e.name}?"),
+        lambda p: [_known(p.org).name],
+        when=lambda p: p.org is not None,
+    ),
+    Ask(
+        "person_invention",
+        ("What did {e.name} invent?",),
+        lambda p: [_known(p.invention).name],
+        when=lambda p: p.invention is not None,
+    ),
+    Ask(
+        "birthplace_river",
+        (
+            "Which river flows through the birthplace of {e.name}?",
+            "Which river flows through the town where {e.name} was born?",
+        ),
+        lambda p: _river(_known(p.town.river)),
+        path=lambda p: (p, p.town),
+        when=lambda p: p.town.river is not None,
+    ),
+    Ask(
+        "birthplace_province",
+        ("In which province is the town where {e.name} was born?", "In which province was {e.name} born?"),
+        lambda p: _province(p.town),
+        path=lambda p: (p, p.town),
+    ),
+    Ask(
+        "inventor_org",
+        ("Which organisation was founded by the inventor of the {e.invention.name}?",),
+        lambda p: [_known(p.org).name],
+        # Read from the invention's passage first, but listed with the people: moving it would move its draw.
+        path=lambda p: (_known(p.invention), p),
+        when=lambda p: p.invention is not None and p.org is not None,
+    ),
+)
+
+TOWN_ASKS: tuple[Ask[Town], ...] = (
+    Ask(
+        "town_river",
+        ("Which river flows through {e.name}?",),
+        lambda t: _river(_known(t.river)),
+        when=lambda t: t.river is not None,
+    ),
+    Ask(
+        "town_province",
+        ("In which province is {e.name}?", "{e.name} is a town in which province?"),
+        _province,
+    ),
+    Ask(
+        "town_founded",
+        ("In which year was {e.name} founded?", "When was the town of {e.name} founded?"),
+        lambda t: [str(t.founded)],
+    ),
+)
+
+RIVER_ASKS: tuple[Ask[River], ...] = (
+    Ask(
+        "river_source",
+        ("On which mountain does the {e.name} rise?", "On which mountain is the source of the {e.name}?"),
+        lambda r: _mountain(_known(r.source)),
+        when=lambda r: r.source is not None,
+    ),
+    Ask(
+        "river_source_climber",
+        ("Who first climbed the mountain on which the {e.name} rises?",),
+        lambda r: [_known(_known(r.source).climber).name],
+        path=lambda r: (r, _known(r.source)),
+        when=lambda r: r.source is not None,
+    ),
+)
+
+MOUNTAIN_ASKS: tuple[Ask[Mountain], ...] = (
+    Ask(
+        "mountain_town",
+        ("Near which town is {e.name}?", "{e.name} is near which town?"),
+        lambda m: _town(m.town),
+    ),
+    Ask(
+        "mountain_climber",
+        ("Who first climbed {e.name}?", "Who made the first ascent of {e.name}?"),
+        lambda m: [_known(m.climber).name],
+    ),
+    Ask(
+        "mountain_climb_year",
+        ("In which year was {e.name} first climbed?", "When was the first ascent of {e.name}?"),
+        lambda m: [str(m.climb_year)],
+    ),
+    Ask(
+        "climber_birth_town",
+        ("In which town was the first person to climb {e.name} born?",),
+        lambda m: _town(_known(m.climber).town),
+        path=lambda m: (m, _known(m.climber)),
+    ),
+    Ask(
+        "climber_birth_year",
+        ("In which year was the first person to climb {e.name} born?",),
+        lambda m: [str(_known(m.climber).born)],
+        path=lambda m: (m, _known(m.climber)),
+    ),
+)
+
+
+ORG_ASKS: tuple[Ask[Org], ...] = (
+    Ask(
+        "org_founder",
+        ("Who founded the {e.name}?", "Who was the founder of the {e.name}?"),
+        lambda o: [o.founder.name],
+    ),
+    Ask(
+        "org_year",
+        ("In which year was the {e.name} founded?", "When was the {e.name} founded?"),
+        lambda o: [str(o.founded)],
+    ),
+    Ask(
+        "org_hq",
+        ("In which town is the {e.name} headquartered?", "Where are the headquarters of the {e.name}?"),
+        lambda o: _town(o.town),
+    ),
+    Ask(
+        "founder_birth_year",
+        (
+            "In which year was the founder of the {e.name} born?",
+            "When was the person who founded the {e.name} born?",
+        ),
+        lambda o: [str(o.founder.born)],
+        path=lambda o: (o, o.founder),
+    ),
+    Ask(
+        "founder_birth_town",
+        (
+            "In which town was the founder of the {e.name} born?",
+            "Where was the founder of the {e.name} born?",
+        ),
+        lambda o: _town(o.founder.town),
+        path=lambda o: (o, o.founder),
+    ),
+    Ask(
+        "org_hq_province",
+        ("In which province is the {e.name} headquartered?",),
+        lambda o: _province(o.town),
+        path=lambda o: (o, o.town),
+    ),
+    Ask(
+        "org_hq_river",
+        ("Which river flows through the town where the {e.name} is headquartered?",),
+        lambda o: _river(_known(o.town.river)),
+        path=lambda o: (o, o.town),
+        when=lambda o: o.town.river is not None,
+    ),
+)
+
+INVENTION_ASKS: tuple[Ask[Invention], ...] = (
+    Ask("invention_inventor", ("Who invented the {e.name}?",), lambda i: [i.inventor.name]),
+    Ask(
+        "invention_year",
+        ("In which year was the {e.name} invented?", "When was the {e.name} invented?"),
+        lambda i: [str(i.year)],
+    ),
+    Ask("invention_town", ("In which town was the {e.name} first demonstrated?",), lambda i: _town(i.town)),
+    Ask(
+        "inventor_birth_town",
+        ("In which town was the inventor of the {e.name} born?",),
+        lambda i: _town(i.inventor.town),
+        path=lambda i: (i, i.inventor),
+    ),
+    Ask(
+        "inventor_birth_year",
+        ("In which year was the inventor of the {e.name} born?",),
+        lambda i: [str(i.inventor.born)],
+        path=lambda i: (i, i.inventor),
+    ),
+)
+
+EVENT_ASKS: tuple[Ask[Event], ...] = (
+    Ask(
+        "event_town",
+        ("In which town was the {e.name} held?", "Where did the {e.name} take place?"),
+        lambda e: _town(e.town),
+    ),
+    Ask(
+        "event_year",
+        ("In which year was the {e.name} held?", "When did the {e.name} take place?"),
+        lambda e: [str(e.year)],
+    ),
+    Ask("event_org", ("Which organisation organised the {e.name}?",), lambda e: [e.org.name]),
+    Ask(
+        "event_org_founder",
+        ("Who founded the organisation that organised the {e.name}?",),
+        lambda e: [e.org.founder.name],
+        path=lambda e: (e, e.org),
+    ),
+    Ask(
+        "event_org_hq",
+        ("In which town is the organisation that organised the {e.name} headquartered?",),
+        lambda e: _town(e.org.town),
+        path=lambda e: (e, e.org),
+    ),
+    Ask(
+        "event_town_river",
+        ("Which river flows through the town where the {e.name} was held?",),
+        lambda e: _river(_known(e.town.river)),
+        path=lambda e: (e, e.town),
+        when=lambda e: e.town.river is not None,
+    ),
+)
 
 
 def candidates(
     rng: random.Random, w: Entities
 ) -> tuple[dict[str, list[Candidate]], dict[str, list[Candidate]]]:
-    """All candidate questions, grouped by template (single-hop, two-hop)."""
-    towns, rivers, mountains, people, orgs = w.towns, w.rivers, w.mountains, w.people, w.orgs
-    inventions, events = w.inventions, w.events
+    """All candidate questions, grouped by template: (single-hop, two-hop)."""
     single: dict[str, list[Candidate]] = {}
     double: dict[str, list[Candidate]] = {}
-
-    def q1(template: str, phrasings: list[str], answers: list[str], pid: str) -> None:
-        single.setdefault(template, []).append(Candidate(template, rng.choice(phrasings), answers, [pid]))
-
-    def q2(
-        template: str, phrasings: list[str], answers: list[str], pid1: str, pid2: str, bridge: str
-    ) -> None:
-        double.setdefault(template, []).append(
-            Candidate(template, rng.choice(phrasings), answers, [pid1, pid2], bridge)
-        )
-
-    for p in people:
-        q1(
-            "person_birth_town",
-            [
-                f"In which town was {p.name} born?",
-                f"Where was {p.name} born?",
-                f"What is the birthplace of {p.name}?",
-            ],
-            _town_answers(p.town),
-            p.pid,
-        )
-        q1(
-            "person_birth_year",
-            [f"In which year was {p.name} born?", f"When was {p.name} born?"],
-            [str(p.born)],
-            p.pid,
-        )
-        if p.org is not None:
-            q1(
-                "person_org",
-                [f"Which organisation did {p.name} found?", f"What organisation was founded by {p.name}?"],
-                [p.org.name],
-                p.pid,
-            )
-        if p.invention is not None:
-            q1("person_invention", [f"What did {p.name} invent?"], [p.invention.name], p.pid)
-        t = p.town
-        if t.river is not None:
-            q2(
-                "birthplace_river",
-                [
-                    f"Which river flows through the birthplace of {p.name}?",
-                    f"Which river flows through the town where {p.name} was born?",
-                ],
-                _river_answers(t.river),
-                p.pid,
-                t.pid,
-                t.name,
-            )
-        q2(
-            "birthplace_province",
-            [
-                f"In which province is the town where {p.name} was born?",
-                f"In which province was {p.name} born?",
-            ],
-            _province_answers(t),
-            p.pid,
-            t.pid,
-            t.name,
-        )
-        if p.invention is not None and p.org is not None:
-            q2(
-                "inventor_org",
-                [f"Which organisation was founded by the inventor of the {p.invention.name}?"],
-                [p.org.name],
-                p.invention.pid,
-                p.pid,
-                p.name,
-            )
-
-    for t in towns:
-        if t.river is not None:
-            q1("town_river", [f"Which river flows through {t.name}?"], _river_answers(t.river), t.pid)
-        q1(
-            "town_province",
-            [f"In which province is {t.name}?", f"{t.name} is a town in which province?"],
-            _province_answers(t),
-            t.pid,
-        )
-        q1(
-            "town_founded",
-            [f"In which year was {t.name} founded?", f"When was the town of {t.name} founded?"],
-            [str(t.founded)],
-            t.pid,
-        )
-
-    for r in rivers:
-        if r.source is not None:
-            q1(
-                "river_source",
-                [
-                    f"On which mountain does the {r.name} rise?",
-                    f"On which mountain is the source of the {r.name}?",
-                ],
-                _mountain_answers(r.source),
-                r.pid,
-            )
-            climber = r.source.climber
-            assert climber is not None
-            q2(
-                "river_source_climber",
-                [f"Who first climbed the mountain on which the {r.name} rises?"],
-                [climber.name],
-                r.pid,
-                r.source.pid,
-                r.source.name,
-            )
-
-    for m in mountains:
-        c = m.climber
-        assert c is not None
-        q1(
-            "mountain_town",
-            [f"Near which town is {m.name}?", f"{m.name} is near which town?"],
-            _town_answers(m.town),
-            m.pid,
-        )
-        q1(
-            "mountain_climber",
-            [f"Who first climbed {m.name}?", f"Who made the first ascent of {m.name}?"],
-            [c.name],
-            m.pid,
-        )
-        q1(
-            "mountain_climb_year",
-            [f"In which year was {m.name} first climbed?", f"When was the first ascent of {m.name}?"],
-            [str(m.climb_year)],
-            m.pid,
-        )
-        q2(
-            "climber_birth_town",
-            [f"In which town was the first person to climb {m.name} born?"],
-            _town_answers(c.town),
-            m.pid,
-            c.pid,
-            c.name,
-        )
-        q2(
-            "climber_birth_year",
-            [f"In which year was the first person to climb {m.name} born?"],
-            [str(c.born)],
-            m.pid,
-            c.pid,
-            c.name,
-        )
-
-    for o in orgs:
-        f = o.founder
-        q1(
-            "org_founder",
-            [f"Who founded the {o.name}?", f"Who was the founder of the {o.name}?"],
-            [f.name],
-            o.pid,
-        )
-        q1(
-            "org_year",
-            [f"In which year was the {o.name} founded?", f"When was the {o.name} founded?"],
-            [str(o.founded)],
-            o.pid,
-        )
-        q1(
-            "org_hq",
-            [f"In which town is the {o.name} headquartered?", f"Where are the headquarters of the {o.name}?"],
-            _town_answers(o.town),
-            o.pid,
-        )
-        q2(
-            "founder_birth_year",
-            [
-                f"In which year was the founder of the {o.name} born?",
-                f"When was the person who founded the {o.name} born?",
-            ],
-            [str(f.born)],
-            o.pid,
-            f.pid,
-            f.name,
-        )
-        q2(
-            "founder_birth_town",
-            [
-                f"In which town was the founder of the {o.name} born?",
-                f"Where was the founder of the {o.name} born?",
-            ],
-            _town_answers(f.town),
-            o.pid,
-            f.pid,
-            f.name,
-        )
-        q2(
-            "org_hq_province",
-            [f"In which province is the {o.name} headquartered?"],
-            _province_answers(o.town),
-            o.pid,
-            o.town.pid,
-            o.town.name,
-        )
-        if o.town.river is not None:
-            q2(
-                "org_hq_river",
-                [f"Which river flows through the town where the {o.name} is headquartered?"],
-                _river_answers(o.town.river),
-                o.pid,
-                o.town.pid,
-                o.town.name,
-            )
-
-    for inv in inventions:
-        p = inv.inventor
-        q1("invention_inventor", [f"Who invented the {inv.name}?"], [p.name], inv.pid)
-        q1(
-            "invention_year",
-            [f"In which year was the {inv.name} invented?", f"When was the {inv.name} invented?"],
-            [str(inv.year)],
-            inv.pid,
-        )
-        q1(
-            "invention_town",
-            [f"In which town was the {inv.name} first demonstrated?"],
-            _town_answers(inv.town),
-            inv.pid,
-        )
-        q2(
-            "inventor_birth_town",
-            [f"In which town was the inventor of the {inv.name} born?"],
-            _town_answers(p.town),
-            inv.pid,
-            p.pid,
-            p.name,
-        )
-        q2(
-            "inventor_birth_year",
-            [f"In which year was the inventor of the {inv.name} born?"],
-            [str(p.born)],
-            inv.pid,
-            p.pid,
-            p.name,
-        )
-
-    for e in events:
-        q1(
-            "event_town",
-            [f"In which town was the {e.name} held?", f"Where did the {e.name} take place?"],
-            _town_answers(e.town),
-            e.pid,
-        )
-        q1(
-            "event_year",
-            [f"In which year was the {e.name} held?", f"When did the {e.name} take place?"],
-            [str(e.year)],
-            e.pid,
-        )
-        q1("event_org", [f"Which organisation organised the {e.name}?"], [e.org.name], e.pid)
-        q2(
-            "event_org_founder",
-            [f"Who founded the organisation that organised the {e.name}?"],
-            [e.org.founder.name],
-            e.pid,
-            e.org.pid,
-            e.org.name,
-        )
-        q2(
-            "event_org_hq",
-            [f"In which town is the organisation that organised the {e.name} headquartered?"],
-            _town_answers(e.org.town),
-            e.pid,
-            e.org.pid,
-            e.org.name,
-        )
-        if e.town.river is not None:
-            q2(
-                "event_town_river",
-                [f"Which river flows through the town where the {e.name} was held?"],
-                _river_answers(e.town.river),
-                e.pid,
-                e.town.pid,
-                e.town.name,
-            )
-
+    tables: tuple[tuple[Sequence[Entity], tuple[Ask, ...]], ...] = (
+        (w.people, PERSON_ASKS),
+        (w.towns, TOWN_ASKS),
+        (w.rivers, RIVER_ASKS),
+        (w.mountains, MOUNTAIN_ASKS),
+        (w.orgs, ORG_ASKS),
+        (w.inventions, INVENTION_ASKS),
+        (w.events, EVENT_ASKS),
+    )
+    for entities, asks in tables:
+        for e in entities:
+            for ask in asks:
+                if not ask.when(e):
+                    continue
+                path = ask.path(e)
+                # A phrasing is drawn even when there is only one: the draw still advances the generator.
+                question = rng.choice(ask.phrasings).format(e=e)
+                bridge = path[-1].name if len(path) == 2 else None
+                group = single if len(path) == 1 else double
+                group.setdefault(ask.template, []).append(
+                    Candidate(ask.template, question, ask.answers(e), [x.pid for x in path], bridge)
+                )
     return single, double
 
 
