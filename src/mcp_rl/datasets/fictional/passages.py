@@ -1,12 +1,17 @@
 """The passage text of each entity: an intro, the facts the questions ask about, and filler to vary length.
 
-Every fact a question asks about is written with the entity's canonical name.
+Each kind of passage is one row of a table (:class:`Page`): its intro phrasings, its fact sentences and its
+filler. Every fact a question asks about is written with the entity's canonical name. The draws happen in
+a fixed order (fields, intro, each fact in turn, then the filler and shuffle in :func:`_compose`), which is
+what keeps the shipped corpus reproducible.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from mcp_rl.datasets.fictional.entities import (
     Entities,
@@ -20,7 +25,9 @@ from mcp_rl.datasets.fictional.entities import (
     Town,
 )
 
-_DIRECTIONS = ["north", "south", "east", "west"]
+E = TypeVar("E", bound=Entity)
+
+_DIRECTIONS = ("north", "south", "east", "west")
 _TOWN_ADJ = ["small", "quiet", "busy", "hillside", "walled", "market"]
 
 _PERSON_FILLER = [
@@ -128,215 +135,251 @@ def _compose(rng: random.Random, intro: str, facts: list[str], filler: list[str]
     return " ".join([intro, *body])
 
 
+def _always(e: Entity) -> bool:
+    return True
+
+
+def _no_fields(rng: random.Random, e: Entity) -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Sentence(Generic[E]):
+    """One sentence of a passage: str.format templates over ``e`` and the page's fields; one is drawn."""
+
+    phrasings: tuple[str, ...]
+    # Whether the entity has the fact (not every town lies on a river).
+    when: Callable[[E], bool] = _always
+
+
+@dataclass(frozen=True)
+class Page(Generic[E]):
+    """One kind of passage, about an entity ``e`` of type ``E``."""
+
+    kind: str
+    intros: tuple[str, ...]
+    facts: tuple[Sentence[E], ...]
+    filler: Sequence[str]
+    # Extra template fields (articles, pronouns); computed, and for towns drawn, before the intro.
+    fields: Callable[[random.Random, E], dict[str, str]] = _no_fields
+
+
+def _a(word: str) -> str:
+    return f"{_article(word)} {word}"
+
+
+def _a_desc(rng: random.Random, e: Org | Invention | Event) -> dict[str, str]:
+    return {"a_desc": _a(e.desc)}
+
+
+def _person_fields(rng: random.Random, p: Person) -> dict[str, str]:
+    return {
+        "a_occ": _a(p.occupation),
+        "pron": p.pron,
+        "Pron": _cap(p.pron),
+        "poss": p.poss,
+        "Poss": _cap(p.poss),
+        "obj": p.obj,
+    }
+
+
+TOWN_PAGE: Page[Town] = Page(
+    "town",
+    (
+        "{e.name} is {a_adj} town in the province of {e.province}.",
+        "The town of {e.name} lies in the province of {e.province}.",
+        "{e.name} is a town in {e.province} Province.",
+    ),
+    (
+        Sentence(
+            (
+                "It was founded in {e.founded}.",
+                "The town was founded in {e.founded} as {a_origin}.",
+                "Records date its founding to {e.founded}, when it began as {a_origin}.",
+            )
+        ),
+        Sentence(("It has a population of about {e.population:,}.",)),
+        Sentence(
+            (
+                "The {e.river.name} flows through the town.",
+                "{e.name} lies on the banks of the {e.river.name}.",
+                "The {e.river.name} runs through the centre of {e.name}.",
+            ),
+            when=lambda t: t.river is not None,
+        ),
+        # One phrasing per direction, so drawing the phrasing draws the direction.
+        Sentence(
+            tuple(f"{{e.mountain.name}} rises to the {d} of the town." for d in _DIRECTIONS),
+            when=lambda t: t.mountain is not None,
+        ),
+    ),
+    _TOWN_FILLER,
+    # The adjective is drawn even when the intro drawn next does not use it.
+    fields=lambda rng, t: {"a_adj": _a(rng.choice(_TOWN_ADJ)), "a_origin": _a(t.origin)},
+)
+
+RIVER_PAGE: Page[River] = Page(
+    "river",
+    (
+        "The {e.name} is a river that flows through {towns}.",
+        "The {e.name} flows through {towns}.",
+        "The {e.name} is a river in the region; along its course it passes through {towns}.",
+    ),
+    (
+        Sentence(("It is {e.length_km} kilometres long.",)),
+        Sentence(
+            (
+                "It rises on the slopes of {e.source.name}.",
+                "Its source lies on {e.source.name}.",
+                "The river rises on {e.source.name}.",
+            ),
+            when=lambda r: r.source is not None,
+        ),
+    ),
+    _RIVER_FILLER,
+    fields=lambda rng, r: {"towns": _join([t.name for t in r.towns])},
+)
+
+MOUNTAIN_PAGE: Page[Mountain] = Page(
+    "mountain",
+    (
+        "{e.name} is a mountain near {e.town.name}, rising to {e.height_m:,} metres.",
+        "{e.name} is a {e.height_m:,}-metre peak near the town of {e.town.name}.",
+        "Rising to {e.height_m:,} metres, {e.name} stands near the town of {e.town.name}.",
+    ),
+    (
+        Sentence(
+            (
+                "It was first climbed by {e.climber.name} in {e.climb_year}.",
+                "The first ascent was made in {e.climb_year} by {e.climber.name}.",
+                "{e.climber.name} reached its summit in {e.climb_year}, the first person to do so.",
+            )
+        ),
+    ),
+    _MOUNTAIN_FILLER,
+)
+
+PERSON_PAGE: Page[Person] = Page(
+    "person",
+    (
+        "{e.name} ({e.born}–{e.died}) was {a_occ} born in {e.town.name}.",
+        "{e.name} was {a_occ} born in {e.town.name} in {e.born}. {Pron} died in {e.died}.",
+        "Born in {e.town.name} in {e.born}, {e.name} became a well-known {e.occupation}. "
+        "{Pron} died in {e.died}.",
+        "{e.name} (born {e.born} in {e.town.name}, died {e.died}) was {a_occ}.",
+        "{e.name} was born in {e.born} in the town of {e.town.name} and worked as {a_occ} "
+        "until {poss} death in {e.died}.",
+    ),
+    (
+        Sentence(
+            (
+                "In {e.org.founded} {pron} founded the {e.org.name}.",
+                "{Pron} founded the {e.org.name} in {e.org.founded}.",
+                "{Pron} is best known as the founder of the {e.org.name}, which {pron} established in "
+                "{e.org.founded}.",
+            ),
+            when=lambda p: p.org is not None,
+        ),
+        Sentence(
+            (
+                "{Pron} invented the {e.invention.name} in {e.invention.year}.",
+                "{Pron} is credited with inventing the {e.invention.name} in {e.invention.year}.",
+                "In {e.invention.year} {pron} invented the {e.invention.name}.",
+            ),
+            when=lambda p: p.invention is not None,
+        ),
+        Sentence(
+            (
+                "In {e.mountain.climb_year} {pron} made the first ascent of {e.mountain.name}.",
+                "{Pron} was the first person to climb {e.mountain.name}, reaching the summit in "
+                "{e.mountain.climb_year}.",
+            ),
+            when=lambda p: p.mountain is not None,
+        ),
+    ),
+    _PERSON_FILLER,
+    fields=_person_fields,
+)
+
+ORG_PAGE: Page[Org] = Page(
+    "organisation",
+    (
+        "The {e.name} is {a_desc} founded in {e.founded} by {e.founder.name}.",
+        "The {e.name} is {a_desc}. It was founded by {e.founder.name} in {e.founded}.",
+        "Founded in {e.founded} by {e.founder.name}, the {e.name} is {a_desc}.",
+    ),
+    (
+        Sentence(
+            (
+                "Its headquarters are in {e.town.name}.",
+                "It is headquartered in {e.town.name}.",
+                "The {e.name} has its headquarters in {e.town.name}.",
+            )
+        ),
+    ),
+    _ORG_FILLER,
+    fields=_a_desc,
+)
+
+INVENTION_PAGE: Page[Invention] = Page(
+    "invention",
+    (
+        "The {e.name} is {a_desc} invented by {e.inventor.name} in {e.year}.",
+        "The {e.name} was invented in {e.year} by {e.inventor.name}.",
+        "Invented by {e.inventor.name} in {e.year}, the {e.name} is {a_desc}.",
+    ),
+    (
+        Sentence(
+            (
+                "It was first demonstrated in {e.town.name}.",
+                "The first public demonstration took place in {e.town.name}.",
+            )
+        ),
+    ),
+    _INVENTION_FILLER,
+    fields=_a_desc,
+)
+
+EVENT_PAGE: Page[Event] = Page(
+    "event",
+    (
+        "The {e.name} was {a_desc} held in {e.town.name} in {e.year}.",
+        "The {e.name} took place in {e.town.name} in {e.year}.",
+        "In {e.year}, {e.town.name} hosted the {e.name}, {a_desc}.",
+    ),
+    (Sentence(("It was organised by the {e.org.name}.", "The {e.org.name} organised the event.")),),
+    _EVENT_FILLER,
+    fields=_a_desc,
+)
+
+
 def entity_passages(rng: random.Random, w: Entities) -> Iterator[tuple[str, Entity, str]]:
     """``(kind, entity, text)`` for every entity, in corpus order (the order of the draws)."""
-    for t in w.towns:
-        yield "town", t, _town_text(rng, t)
-    for r in w.rivers:
-        yield "river", r, _river_text(rng, r)
-    for m in w.mountains:
-        yield "mountain", m, _mountain_text(rng, m)
-    for p in w.people:
-        yield "person", p, _person_text(rng, p)
-    for o in w.orgs:
-        yield "organisation", o, _org_text(rng, o)
-    for inv in w.inventions:
-        yield "invention", inv, _invention_text(rng, inv)
-    for e in w.events:
-        yield "event", e, _event_text(rng, e)
-
-
-def _town_text(rng: random.Random, t: Town) -> str:
-    adj = rng.choice(_TOWN_ADJ)
-    intro = rng.choice(
-        [
-            f"{t.name} is {_article(adj)} {adj} town in the province of {t.province}.",
-            f"The town of {t.name} lies in the province of {t.province}.",
-            f"{t.name} is a town in {t.province} Province.",
-        ]
+    pages: tuple[tuple[Sequence[Entity], Page], ...] = (
+        (w.towns, TOWN_PAGE),
+        (w.rivers, RIVER_PAGE),
+        (w.mountains, MOUNTAIN_PAGE),
+        (w.people, PERSON_PAGE),
+        (w.orgs, ORG_PAGE),
+        (w.inventions, INVENTION_PAGE),
+        (w.events, EVENT_PAGE),
     )
-    facts = [
-        rng.choice(
-            [
-                f"It was founded in {t.founded}.",
-                f"The town was founded in {t.founded} as {_article(t.origin)} {t.origin}.",
-                f"Records date its founding to {t.founded}, when it began as "
-                f"{_article(t.origin)} {t.origin}.",
-            ]
-        ),
-        f"It has a population of about {t.population:,}.",
-    ]
-    if t.river is not None:
-        facts.append(
-            rng.choice(
-                [
-                    f"The {t.river.name} flows through the town.",
-                    f"{t.name} lies on the banks of the {t.river.name}.",
-                    f"The {t.river.name} runs through the centre of {t.name}.",
-                ]
-            )
-        )
-    if t.mountain is not None:
-        facts.append(f"{t.mountain.name} rises to the {rng.choice(_DIRECTIONS)} of the town.")
-    return _compose(rng, intro, facts, _TOWN_FILLER)
+    for entities, page in pages:
+        for e in entities:
+            yield page.kind, e, _text(rng, page, e)
 
 
-def _river_text(rng: random.Random, r: River) -> str:
-    towns = _join([t.name for t in r.towns])
-    intro = rng.choice(
-        [
-            f"The {r.name} is a river that flows through {towns}.",
-            f"The {r.name} flows through {towns}.",
-            f"The {r.name} is a river in the region; along its course it passes through {towns}.",
-        ]
-    )
-    facts = [f"It is {r.length_km} kilometres long."]
-    if r.source is not None:
-        facts.append(
-            rng.choice(
-                [
-                    f"It rises on the slopes of {r.source.name}.",
-                    f"Its source lies on {r.source.name}.",
-                    f"The river rises on {r.source.name}.",
-                ]
-            )
-        )
-    return _compose(rng, intro, facts, _RIVER_FILLER)
+def _text(rng: random.Random, page: Page[E], e: E) -> str:
+    fields = {"e": e, **page.fields(rng, e)}
+    intro = _say(rng, page.intros, fields)
+    facts = [_say(rng, s.phrasings, fields) for s in page.facts if s.when(e)]
+    return _compose(rng, intro, facts, [s.format(**fields) for s in page.filler])
 
 
-def _mountain_text(rng: random.Random, m: Mountain) -> str:
-    assert m.climber is not None
-    intro = rng.choice(
-        [
-            f"{m.name} is a mountain near {m.town.name}, rising to {m.height_m:,} metres.",
-            f"{m.name} is a {m.height_m:,}-metre peak near the town of {m.town.name}.",
-            f"Rising to {m.height_m:,} metres, {m.name} stands near the town of {m.town.name}.",
-        ]
-    )
-    facts = [
-        rng.choice(
-            [
-                f"It was first climbed by {m.climber.name} in {m.climb_year}.",
-                f"The first ascent was made in {m.climb_year} by {m.climber.name}.",
-                f"{m.climber.name} reached its summit in {m.climb_year}, the first person to do so.",
-            ]
-        )
-    ]
-    return _compose(rng, intro, facts, _MOUNTAIN_FILLER)
-
-
-def _person_text(rng: random.Random, p: Person) -> str:
-    occ = f"{_article(p.occupation)} {p.occupation}"
-    intro = rng.choice(
-        [
-            f"{p.name} ({p.born}–{p.died}) was {occ} born in {p.town.name}.",
-            f"{p.name} was {occ} born in {p.town.name} in {p.born}. {_cap(p.pron)} died in {p.died}.",
-            f"Born in {p.town.name} in {p.born}, {p.name} became a well-known {p.occupation}. "
-            f"{_cap(p.pron)} died in {p.died}.",
-            f"{p.name} (born {p.born} in {p.town.name}, died {p.died}) was {occ}.",
-            f"{p.name} was born in {p.born} in the town of {p.town.name} and worked as {occ} "
-            f"until {p.poss} death in {p.died}.",
-        ]
-    )
-    pron, cpron = p.pron, _cap(p.pron)
-    facts: list[str] = []
-    if p.org is not None:
-        o = p.org
-        facts.append(
-            rng.choice(
-                [
-                    f"In {o.founded} {pron} founded the {o.name}.",
-                    f"{cpron} founded the {o.name} in {o.founded}.",
-                    f"{cpron} is best known as the founder of the {o.name}, which {pron} established in "
-                    f"{o.founded}.",
-                ]
-            )
-        )
-    if p.invention is not None:
-        inv = p.invention
-        facts.append(
-            rng.choice(
-                [
-                    f"{cpron} invented the {inv.name} in {inv.year}.",
-                    f"{cpron} is credited with inventing the {inv.name} in {inv.year}.",
-                    f"In {inv.year} {pron} invented the {inv.name}.",
-                ]
-            )
-        )
-    if p.mountain is not None:
-        m = p.mountain
-        facts.append(
-            rng.choice(
-                [
-                    f"In {m.climb_year} {pron} made the first ascent of {m.name}.",
-                    f"{cpron} was the first person to climb {m.name}, reaching the summit in {m.climb_year}.",
-                ]
-            )
-        )
-    filler = [
-        s.format(Pron=cpron, pron=pron, Poss=_cap(p.poss), poss=p.poss, obj=p.obj) for s in _PERSON_FILLER
-    ]
-    return _compose(rng, intro, facts, filler)
-
-
-def _org_text(rng: random.Random, o: Org) -> str:
-    intro = rng.choice(
-        [
-            f"The {o.name} is {_article(o.desc)} {o.desc} founded in {o.founded} by {o.founder.name}.",
-            f"The {o.name} is {_article(o.desc)} {o.desc}. "
-            f"It was founded by {o.founder.name} in {o.founded}.",
-            f"Founded in {o.founded} by {o.founder.name}, the {o.name} is {_article(o.desc)} {o.desc}.",
-        ]
-    )
-    facts = [
-        rng.choice(
-            [
-                f"Its headquarters are in {o.town.name}.",
-                f"It is headquartered in {o.town.name}.",
-                f"The {o.name} has its headquarters in {o.town.name}.",
-            ]
-        )
-    ]
-    return _compose(rng, intro, facts, _ORG_FILLER)
-
-
-def _invention_text(rng: random.Random, inv: Invention) -> str:
-    p = inv.inventor
-    intro = rng.choice(
-        [
-            f"The {inv.name} is {_article(inv.desc)} {inv.desc} invented by {p.name} in {inv.year}.",
-            f"The {inv.name} was invented in {inv.year} by {p.name}.",
-            f"Invented by {p.name} in {inv.year}, the {inv.name} is {_article(inv.desc)} {inv.desc}.",
-        ]
-    )
-    facts = [
-        rng.choice(
-            [
-                f"It was first demonstrated in {inv.town.name}.",
-                f"The first public demonstration took place in {inv.town.name}.",
-            ]
-        )
-    ]
-    return _compose(rng, intro, facts, _INVENTION_FILLER)
-
-
-def _event_text(rng: random.Random, e: Event) -> str:
-    intro = rng.choice(
-        [
-            f"The {e.name} was {_article(e.desc)} {e.desc} held in {e.town.name} in {e.year}.",
-            f"The {e.name} took place in {e.town.name} in {e.year}.",
-            f"In {e.year}, {e.town.name} hosted the {e.name}, {_article(e.desc)} {e.desc}.",
-        ]
-    )
-    facts = [
-        rng.choice(
-            [
-                f"It was organised by the {e.org.name}.",
-                f"The {e.org.name} organised the event.",
-            ]
-        )
-    ]
-    return _compose(rng, intro, facts, _EVENT_FILLER)
+def _say(rng: random.Random, phrasings: tuple[str, ...], fields: dict[str, object]) -> str:
+    # A sentence with a single phrasing takes no draw (unlike a question's), as the shipped corpus was made.
+    phrasing = phrasings[0] if len(phrasings) == 1 else rng.choice(phrasings)
+    return phrasing.format(**fields)
 
 
 def _article(word: str) -> str:
