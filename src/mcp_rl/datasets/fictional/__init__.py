@@ -76,9 +76,6 @@ class World:
         return self.train if name == "train" else self.test
 
 
-# ---------------------------------------------------------------------------------------------------------
-
-
 def generate_world(
     seed: int = 0,
     n_people: int = 1000,
@@ -116,8 +113,7 @@ def generate_world(
         "n_orgs": n_orgs, "n_inventions": n_inventions, "n_events": n_events, "n_provinces": n_provinces,
         "n_train": n_train, "n_test": n_test, "two_hop_fraction": two_hop_fraction,
     }  # fmt: skip
-    return World(seed=seed, passages=passages, train=_to_qa("train", train), test=_to_qa("test", test),
-                 config=config)  # fmt: skip
+    return World(seed, passages, _to_qa("train", train), _to_qa("test", test), config)
 
 
 def _to_qa(split: str, items: list[Candidate]) -> list[QA]:
