@@ -55,8 +55,8 @@ class Ask(Generic[E]):
     # str.format templates over ``e``; one is drawn per question.
     phrasings: tuple[str, ...]
     answers: Callable[[E], list[str]]
-    # The entities whose passages answer the question, in reading order: one for a single-hop question; for
-    # a two-hop one, then the bridge entity, named in the first passage and stating the answer.
+    # The entities whose passages answer the question, in reading order; its length is the hop count. A
+    # two-hop question's second entity is the bridge: named in the first passage, stating the answer.
     path: Callable[[E], tuple[Entity, ...]] = _itself
     # Whether ``e`` has the facts the question needs (not every person founded an organisation).
     when: Callable[[E], bool] = _always
