@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from mcp_rl.configs import Recipe, RecipeError, RewardSpec
+from mcp_rl.datasets import builtin_dataset_dir
 from mcp_rl.recipe import (
     apply_overrides,
     describe_recipe_fields,
@@ -23,7 +24,6 @@ from mcp_rl.recipe import (
     recipe_from_dict,
     recipe_to_yaml,
 )
-from mcp_rl.world import builtin_dataset_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(path.stem for path in (ROOT / "recipes").glob("*.yaml"))

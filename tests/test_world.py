@@ -7,17 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_rl.world import (
-    FILES,
-    MAX_WORDS,
-    MIN_WORDS,
-    World,
-    available_datasets,
-    builtin_dataset_dir,
-    generate_world,
-    main,
-    write_world,
-)
+from mcp_rl.datasets import FILES, available_datasets, builtin_dataset_dir
+from mcp_rl.datasets.fictional import World, generate_world, main, write_world
+from mcp_rl.datasets.fictional.passages import MAX_WORDS, MIN_WORDS
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +36,8 @@ def test_different_seed_gives_different_names(world: World) -> None:
 
 
 def test_shipped_dataset_equals_fresh_seed0_generation(world: World, tmp_path: Path) -> None:
-    # If this fails, the generator changed: regenerate with `python -m mcp_rl.world --seed 0 --out
-    # src/mcp_rl/datasets/fictional` (and expect every result on the built-in data to move).
+    # If this fails, the generator changed: regenerate with `python -m mcp_rl.datasets.fictional --seed 0
+    # --out src/mcp_rl/datasets/fictional` (and expect every result on the built-in data to move).
     write_world(world, tmp_path)
     assert _read_bytes(builtin_dataset_dir("fictional")) == _read_bytes(tmp_path)
 

@@ -2,7 +2,7 @@
 
 Sources, tried in this order by :func:`load_qa`:
 
-1. a built-in dataset name (``"fictional"``; see :func:`mcp_rl.world.builtin_dataset_dir`);
+1. a built-in dataset name (``"fictional"``; see :func:`mcp_rl.datasets.builtin_dataset_dir`);
 2. a local path: a FlashRAG-style ``.jsonl``/``.json`` file (``{"id", "question", "golden_answers"}``), a
    ``.parquet`` file in the Search-R1 format or with FlashRAG columns, or a folder holding
    ``<split>.jsonl`` / ``<split>.parquet``;
@@ -24,7 +24,7 @@ from typing import Any
 import datasets
 import pyarrow.parquet as pq
 
-from mcp_rl.world import available_datasets, builtin_dataset_dir
+from mcp_rl.datasets import available_datasets, builtin_dataset_dir
 
 FLASHRAG_FORMAT = '{"id": str, "question": str, "golden_answers": [str, ...]} (one JSON object a line)'
 SEARCH_R1_FORMAT = (

@@ -404,15 +404,15 @@ def _resolve_corpus(recipe: Recipe) -> None:
         # A missing file is kept: the recipe may be meant for another machine; the server says so if not.
         recipe.data.corpus = str(path.resolve())
         return
-    from mcp_rl import world  # generates nothing; only looks up the shipped datasets
+    from mcp_rl.datasets import available_datasets, builtin_dataset_dir  # lookups only, no generation
 
-    names = world.available_datasets()
+    names = available_datasets()
     if corpus not in names:
         raise RecipeError(
             f"data.corpus: {corpus!r} is neither a file nor a built-in dataset"
             f"{_did_you_mean(corpus, names)}; built-in: {', '.join(names) or '(none)'}"
         )
-    recipe.data.corpus = str(world.builtin_dataset_dir(corpus) / "corpus.jsonl")
+    recipe.data.corpus = str(builtin_dataset_dir(corpus) / "corpus.jsonl")
 
 
 def _lookup(recipe: Recipe, reference: str, where: str) -> str:
