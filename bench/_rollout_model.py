@@ -17,11 +17,16 @@ answer, so both sides generate the same tokens.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+
+# The tiny model builders live with the tests (tests/tiny_models.py), which this benchmark shares.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 SYSTEM = "Answer with the lookup tool."
 TOOL_NAME = "lookup"
@@ -106,10 +111,9 @@ def openai_tools(specs: Sequence[Any]) -> list[Mapping[str, Any]]:
 
 def render_episodes(tool_variants: Sequence[Sequence[Any]], animals: Sequence[str]) -> list[str]:
     """Every episode rendered with every side's tools (the two sides' prompts differ only in the schemas)."""
+    from tiny_models import TINY_SPECIALS
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
-
-    from mcp_rl.models import TINY_SPECIALS
 
     renderer = PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer(models.BPE()), bos_token=TINY_SPECIALS[1], eos_token=TINY_SPECIALS[2]
@@ -124,13 +128,13 @@ def render_episodes(tool_variants: Sequence[Sequence[Any]], animals: Sequence[st
 
 def make_tokenizer(texts: Sequence[str], vocab_size: int = 1024) -> Any:
     """A byte-level BPE trained on the rendered episodes, with ChatML specials and Qwen2.5's chat template."""
-    from mcp_rl.models import tiny_tokenizer
+    from tiny_models import tiny_tokenizer
 
     return tiny_tokenizer(texts, chat_template=chat_template(), vocab_size=vocab_size)
 
 
 def make_model(tokenizer: Any, *, hidden_size: int = 64, layers: int = 2, seed: int = 0) -> Any:
-    from mcp_rl.models import tiny_llama
+    from tiny_models import tiny_llama
 
     return tiny_llama(tokenizer, seed=seed, hidden_size=hidden_size, layers=layers)
 
@@ -139,8 +143,7 @@ def assistant_targets(tokenizer: Any, texts: Sequence[str], width: int) -> Any:
     """A (batch, width) bool mask of the tokens the model writes (assistant turns through ``<|im_end|>``),
     for the left-padded encodings of ``texts``."""
     import torch
-
-    from mcp_rl.models import TINY_SPECIALS
+    from tiny_models import TINY_SPECIALS
 
     header, end = "<|im_start|>assistant\n", TINY_SPECIALS[2]
     mask = torch.zeros((len(texts), width), dtype=torch.bool)

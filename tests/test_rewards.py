@@ -26,9 +26,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from tiny_models import tiny_llama, tiny_tokenizer
 from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
-from mcp_rl.models import tiny_llama, tiny_tokenizer
 from mcp_rl.pool import BlockingToolPool, ToolResult
 from mcp_rl.rewards import (
     DEFAULT_JUDGE_TEMPLATE,

@@ -14,9 +14,10 @@ import pytest
 import torch
 from conftest import ROOT, TEST_QUESTIONS, TEST_SYSTEM, run_cli
 from safetensors.torch import load_file
+from tiny_models import tiny_model_and_tokenizer
 from transformers import AutoModelForCausalLM
 
-from mcp_rl.models import tiny_model_and_tokenizer, train_top_layers
+from mcp_rl.models import train_top_layers
 from mcp_rl.recipe import load_recipe
 from mcp_rl.run import grpo_config, training_dataset
 from mcp_rl.trainer import COMPLETE_MARKER, last_complete_checkpoint

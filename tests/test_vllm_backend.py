@@ -23,9 +23,9 @@ from tiny import (
     tiny_grpo_config,
     warm_up,
 )
+from tiny_models import tiny_model_and_tokenizer
 
 from mcp_rl.generation import Generation, SamplingParams, TransformersGenerator
-from mcp_rl.models import tiny_model_and_tokenizer
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.servers import in_process
 from mcp_rl.vllm_backend import _cpu_list, sampling_kwargs, state_dict_items, vllm_available

@@ -77,7 +77,7 @@ def searching_model(seed: int = 0) -> tuple[Any, Any]:
 
     Built on the CPU (deterministic for a seed); callers move it to their device afterwards.
     """
-    from mcp_rl.models import tiny_model_and_tokenizer
+    from tiny_models import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=seed)
     system = {"role": "system", "content": TEST_SYSTEM}

@@ -1,3 +1,87 @@
-"""mcp-rl: RL post-training for multi-turn tool use over MCP servers."""
+"""mcp-rl: RL post-training for multi-turn tool use over MCP servers.
+
+The public nouns, importable from here::
+
+    from mcp_rl import BlockingToolPool, MCPGRPOTrainer, RolloutPipeline, load_recipe
+
+Names are resolved on first use, so ``import mcp_rl`` stays cheap (no torch, TRL or MCP import until a
+noun that needs one is touched): the command line starts fast and tools can be listed without a model.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# name -> the module that defines it
+_EXPORTS = {
+    # tools
+    "ToolPool": "mcp_rl.pool",
+    "BlockingToolPool": "mcp_rl.pool",
+    "ToolResult": "mcp_rl.pool",
+    "FailureKind": "mcp_rl.pool",
+    "parse_mcp_servers": "mcp_rl.servers",
+    "in_process": "mcp_rl.servers",
+    # rollouts
+    "RolloutPipeline": "mcp_rl.pipeline",
+    "RolloutEngine": "mcp_rl.engine",
+    "Trajectory": "mcp_rl.trajectory",
+    "TransformersGenerator": "mcp_rl.generation",
+    "SamplingParams": "mcp_rl.generation",
+    "build_parser": "mcp_rl.parsers",
+    # rewards
+    "exact_match": "mcp_rl.rewards",
+    "f1": "mcp_rl.rewards",
+    "format_reward": "mcp_rl.rewards",
+    "tool_use": "mcp_rl.rewards",
+    "answer_retrieved": "mcp_rl.rewards",
+    "JudgeReward": "mcp_rl.rewards",
+    "ToolVerificationReward": "mcp_rl.rewards",
+    "build_reward_functions": "mcp_rl.rewards",
+    # training
+    "MCPGRPOTrainer": "mcp_rl.trainer",
+    # recipes
+    "Recipe": "mcp_rl.configs",
+    "PromptConfig": "mcp_rl.configs",
+    "RolloutConfig": "mcp_rl.configs",
+    "load_recipe": "mcp_rl.recipe",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
+    from mcp_rl.configs import PromptConfig, Recipe, RolloutConfig
+    from mcp_rl.engine import RolloutEngine
+    from mcp_rl.generation import SamplingParams, TransformersGenerator
+    from mcp_rl.parsers import build_parser
+    from mcp_rl.pipeline import RolloutPipeline
+    from mcp_rl.pool import BlockingToolPool, FailureKind, ToolPool, ToolResult
+    from mcp_rl.recipe import load_recipe
+    from mcp_rl.rewards import (
+        JudgeReward,
+        ToolVerificationReward,
+        answer_retrieved,
+        build_reward_functions,
+        exact_match,
+        f1,
+        format_reward,
+        tool_use,
+    )
+    from mcp_rl.servers import in_process, parse_mcp_servers
+    from mcp_rl.trainer import MCPGRPOTrainer
+    from mcp_rl.trajectory import Trajectory
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcp_rl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
