@@ -44,7 +44,7 @@ from mcp_rl.parsers import build_parser
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.recipe import load_recipe
-from mcp_rl.servers import in_process
+from mcp_rl.server_config import in_process
 
 TARGET_SPEEDUP = 2.0
 _WORD = re.compile(r"[a-z0-9]+")

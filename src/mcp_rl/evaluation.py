@@ -13,6 +13,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from mcp_rl.assembly import recipe_parser, tool_pool
 from mcp_rl.configs import Recipe
 from mcp_rl.data import load_qa
 from mcp_rl.engine import RolloutEngine
@@ -41,9 +42,9 @@ def rollout_session(recipe: Recipe, model_path: str | None = None, errlog: Any =
     model, tokenizer = load_model(recipe.model, dtype=pick_dtype(recipe.model.dtype))
     model = _merge_adapters(model, recipe.model.name_or_path)
     model.eval()
-    pool = recipe.tool_pool(errlog).start()
+    pool = tool_pool(recipe, errlog).start()
     try:
-        parser = recipe.parser.build()
+        parser = recipe_parser(recipe)
         parser.bind_tools([tool.as_dict() for tool in pool.tools])
         prompts = PromptBuilder(recipe.prompt, parser, pool.tools, tokenizer)
         generator: Generator = TransformersGenerator(model, tokenizer, recipe.rollout.batch_size)

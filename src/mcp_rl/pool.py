@@ -36,7 +36,7 @@ from mcp.types import CallToolResult, Tool
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND
 
 from mcp_rl.observation import render_result, truncate
-from mcp_rl.servers import ServerConfig
+from mcp_rl.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,11 +1,11 @@
-"""Recipes: YAML files that fill the dataclasses of ``mcp_rl.configs``, checked field by field.
+"""Recipes: YAML files that fill the pydantic models of ``mcp_rl.configs``, checked field by field.
 
 A recipe is found by name (``search``) in the package's ``recipes`` folder or the source checkout's, or
 given as a path to a ``.yaml`` file. Loading goes: read → ``--set`` overrides on the raw mapping (so a bad
-override is reported like a bad file) → type and bound checks → ``trainer`` keys against
-``trl.GRPOConfig`` → built-in corpus names become paths → ``${section.field}`` interpolation → the
-``mcpServers`` entries are parsed. Every failure is a ``RecipeError`` whose one-line message names the
-field and the fix.
+override is reported like a bad file) → pydantic validation of types and bounds → ``trainer`` keys against
+``trl.GRPOConfig`` → checks across fields → built-in corpus names become paths → ``${section.field}``
+interpolation → the ``mcpServers`` entries are parsed. Every failure is a ``RecipeError`` whose one-line
+message names the field and the fix; pydantic's errors are reworded into that form.
 """
 
 from __future__ import annotations
@@ -13,18 +13,24 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
+import operator
 import os
 import re
 import string
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 import mcp_rl
-from mcp_rl.configs import Recipe, RecipeError, RewardSpec
+from mcp_rl.configs import Recipe, RewardSpec, YamlFloat
+from mcp_rl.errors import RecipeError
 
 __all__ = [
     "RecipeError",
@@ -38,20 +44,21 @@ __all__ = [
     "recipe_to_yaml",
 ]
 
-# Dotted only: an undotted ${VAR} is an environment variable, expanded by servers.py when servers start.
+# Dotted only: an undotted ${VAR} is an environment variable, expanded by server_config.py when servers start.
 _REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\}")
 _YAML_SUFFIXES = (".yaml", ".yml")
 _CHAT_ROLES = ("system", "user", "assistant", "tool")
 _SIMPLE_TYPES = (int, float, bool, str, type(None))
 _TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 _PLURAL_WORDS = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
-# bool is an int in Python, but `max_turns: true` is a mistake in a recipe.
-_SCALAR_CHECKS = {
-    bool: lambda value: isinstance(value, bool),
-    int: lambda value: isinstance(value, int) and not isinstance(value, bool),
-    float: lambda value: isinstance(value, int | float) and not isinstance(value, bool),
-    str: lambda value: isinstance(value, str),
+# pydantic's bound error types → (the ctx key holding the limit, our words).
+_BOUND_WORDS = {
+    "greater_than": ("gt", "be greater than"),
+    "greater_than_equal": ("ge", "be at least"),
+    "less_than": ("lt", "be less than"),
+    "less_than_equal": ("le", "be at most"),
 }
+_STRICT = ConfigDict(strict=True)  # trainer values, checked like the sections: `true` is not an integer
 # GRPOConfig accepts these silently or fails deep inside TRL; refuse them while the field is still known.
 _TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "learning_rate": {"gt": 0},
@@ -126,7 +133,7 @@ def recipe_from_dict(
     raw: Mapping[str, Any], overrides: Sequence[str] = (), *, name: str = "recipe", check_trainer: bool = True
 ) -> Recipe:
     """``load_recipe`` for a mapping already in memory; ``name`` is used when the mapping has none."""
-    recipe = _build(Recipe, apply_overrides(raw, overrides), "")
+    recipe: Recipe = _validate(Recipe, apply_overrides(raw, overrides))
     recipe.name = recipe.name or name
     if check_trainer:
         recipe.trainer = _check_trainer(recipe.trainer)
@@ -203,7 +210,7 @@ def _set_child(node: dict[str, Any] | list[Any], part: str, value: Any, parent: 
         node[part] = value
 
 
-# -- type and bound checks ----------------------------------------------------------------------------
+# -- validation ---------------------------------------------------------------------------------------
 def _show(value: Any) -> str:
     """A value as a YAML user would write it, cut short."""
     if value is None:
@@ -219,102 +226,101 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {match[0]}?)" if match else ""
 
 
-def _is_union(hint: Any) -> bool:
-    return get_origin(hint) in (Union, types.UnionType)
+def _bare(hint: Any) -> Any:
+    """``hint`` without ``Annotated`` metadata (validators, bounds)."""
+    while get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return hint
+
+
+def _members(hint: Any) -> tuple[Any, ...]:
+    """The types a union allows (``None`` included), or ``(hint,)``."""
+    hint = _bare(hint)
+    return get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
+
+
+def _is_model(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, BaseModel)
 
 
 def _expected(hint: Any) -> str:
     """``hint`` in words, for 'expected ..., got ...'."""
-    if _is_union(hint):
-        words = [_expected(arg) for arg in get_args(hint) if arg is not type(None)]
-        nullable = type(None) in get_args(hint)
-        return " or ".join(words) + (" or null" if nullable else "")
+    members = _members(hint)
+    if len(members) > 1:
+        words = " or ".join(_expected(member) for member in members if member is not type(None))
+        return words + (" or null" if type(None) in members else "")
+    hint = members[0]
     if get_origin(hint) is Literal:
         return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
     if get_origin(hint) is list:
-        return f"a list of {_PLURAL_WORDS.get(get_args(hint)[0], 'mappings')}"
-    if get_origin(hint) is dict or dataclasses.is_dataclass(hint):
+        item = _bare(get_args(hint)[0])
+        return f"a list of {_PLURAL_WORDS.get(item, 'mappings')}"
+    if _is_model(hint):
+        return f"a mapping with fields {', '.join(hint.model_fields)}"
+    if get_origin(hint) is dict:
         return "a mapping"
-    return _TYPE_WORDS.get(hint, str(hint))
+    return _TYPE_WORDS.get(hint, getattr(hint, "__name__", str(hint)))
 
 
-def _coerce(value: Any, hint: Any, where: str) -> Any:
-    """``value`` checked against ``hint``, converted where YAML is loose; RecipeError if it does not fit."""
-    origin, args = get_origin(hint), get_args(hint)
-    if hint is Any:
-        return value
-    if _is_union(hint):
-        if value is None and type(None) in args:
-            return None
-        for option in (arg for arg in args if arg is not type(None)):
-            try:
-                return _coerce(value, option, where)
-            except RecipeError:
-                continue
-    elif origin is Literal:
-        if value in args:
-            return value
-        hint_text = _did_you_mean(value, [str(a) for a in args]) if isinstance(value, str) else ""
-        raise RecipeError(f"{where}: expected {_expected(hint)}, got {_show(value)}{hint_text}")
-    elif dataclasses.is_dataclass(hint):
-        return _build(hint, value, where)
-    elif origin is list and isinstance(value, list):
-        return [_coerce(item, args[0], f"{where}[{i}]") for i, item in enumerate(value)]
-    elif origin is dict and isinstance(value, Mapping):
-        return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
-    elif hint in _SCALAR_CHECKS and _SCALAR_CHECKS[hint](value):
-        return value
-    elif hint is float and isinstance(value, str):
-        # YAML 1.1 reads 1e-5 (no dot) as a string; a number is what was meant.
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    elif hint is str and isinstance(value, str):
-        return value
-    raise RecipeError(f"{where}: expected {_expected(hint)}, got {_show(value)}")
+def _locate(root: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, Any]:
+    """Follow pydantic's error location from ``root``: the dotted path, the type there, its model."""
+    path, hint, owner = prefix, root, root
+    for part in loc:
+        inner = [member for member in _members(hint) if member is not type(None)]
+        if len(inner) != 1:
+            break  # a union's branch tag: the value failed every branch, report the union as a whole
+        inner_hint = inner[0]
+        if isinstance(part, int) and get_origin(inner_hint) is list:
+            path, hint = f"{path}[{part}]", get_args(inner_hint)[0]
+            continue
+        path = f"{path}.{part}" if path else str(part)
+        if _is_model(inner_hint):
+            owner = inner_hint
+            field = inner_hint.model_fields.get(str(part))
+            hint = field.annotation if field is not None else Any
+        else:
+            hint = get_args(inner_hint)[1] if get_origin(inner_hint) is dict else Any
+    return path, hint, owner
 
 
-def _check_bounds(value: Any, bounds: Mapping[str, Any], where: str) -> None:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return
-    if "gt" in bounds and not value > bounds["gt"]:
-        limit = bounds["gt"]
-        raise RecipeError(
-            f"{where}: must be {'positive' if limit == 0 else f'greater than {limit}'}, got {value}"
-        )
-    if "ge" in bounds and not value >= bounds["ge"]:
-        raise RecipeError(f"{where}: must be at least {bounds['ge']}, got {value}")
-    if "lt" in bounds and not value < bounds["lt"]:
-        raise RecipeError(f"{where}: must be less than {bounds['lt']}, got {value}")
-    if "le" in bounds and not value <= bounds["le"]:
-        raise RecipeError(f"{where}: must be at most {bounds['le']}, got {value}")
+def _explain(root: Any, error: ErrorDetails, prefix: str = "") -> str:
+    """One pydantic error as our one-line wording: ``path: what is wrong, got value (did you mean ...)``."""
+    path, hint, owner = _locate(root, error["loc"], prefix)
+    kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
+    if kind == "extra_forbidden":
+        key = str(error["loc"][-1])
+        known = list(owner.model_fields) if _is_model(owner) else []
+        what = "unknown field" if len(error["loc"]) > 1 or prefix else "unknown section"
+        listed = ", ".join(known)
+        return f"{path}: {what}{_did_you_mean(key, known) or f' (known: {listed})'}"
+    if kind in _BOUND_WORDS:
+        bound, words = _BOUND_WORDS[kind]
+        limit = ctx[bound]
+        text = "be positive" if bound == "gt" and limit == 0 else f"{words} {limit}"
+        return f"{path}: must {text}, got {_show(value)}"
+    if kind == "literal_error" or kind.endswith(("_type", "_parsing")):
+        choices = [str(c) for m in _members(hint) if get_origin(m) is Literal for c in get_args(m)]
+        suggestion = _did_you_mean(value, choices) if choices and isinstance(value, str) else ""
+        return f"{path or 'recipe'}: expected {_expected(hint)}, got {_show(value)}{suggestion}"
+    return f"{path or 'recipe'}: {error['msg'][:1].lower()}{error['msg'][1:]}, got {_show(value)}"
 
 
-def _build(cls: type[Any], raw: Any, where: str) -> Any:
-    """A dataclass from a mapping, each field checked against its type hint and its metadata bounds."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    if not isinstance(raw, Mapping):
-        raise RecipeError(
-            f"{where or 'recipe'}: expected a mapping with fields {', '.join(fields)}, got {_show(raw)}"
-        )
-    hints = get_type_hints(cls)
-    values = {}
-    for key, value in raw.items():
-        path = f"{where}.{key}" if where else str(key)
-        if key not in fields:
-            kind = "unknown field" if where else "unknown section"
-            suggestion = _did_you_mean(key, fields) or f" (known: {', '.join(fields)})"
-            raise RecipeError(f"{path}: {kind}{suggestion}")
-        values[key] = _coerce(value, hints[key], path)
-        _check_bounds(values[key], fields[key].metadata, path)
-    return cls(**values)
+def _validate(kind: Any, value: Any, prefix: str = "") -> Any:
+    """``value`` validated as ``kind`` (a model or an annotated type); its first error as a RecipeError."""
+    adapter = TypeAdapter(kind) if _is_model(kind) else TypeAdapter(kind, config=_STRICT)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as error:
+        raise RecipeError(_explain(kind, error.errors()[0], prefix)) from None
 
 
-def _simple_hint(hint: Any) -> Any:
-    """``hint`` when it is int/float/bool/str, optionally in a union with each other or None; else None."""
-    members = get_args(hint) if _is_union(hint) else (hint,)
-    return hint if members and all(member in _SIMPLE_TYPES for member in members) else None
+def _trainer_type(hint: Any, bounds: Mapping[str, float]) -> Any:
+    """A GRPOConfig field's type checked like ours when it is int/float/bool/str (or null); else ``Any``."""
+    members = _members(hint)
+    if not all(member in _SIMPLE_TYPES for member in members):
+        return Any  # enums, dicts, lists: left to GRPOConfig itself
+    checked = functools.reduce(operator.or_, [YamlFloat if m is float else m for m in members])
+    return Annotated[checked, Field(**bounds)]
 
 
 def _check_trainer(trainer: Mapping[str, Any]) -> dict[str, Any]:
@@ -328,9 +334,7 @@ def _check_trainer(trainer: Mapping[str, Any]) -> dict[str, Any]:
         where = f"trainer.{key}"
         if key not in known:
             raise RecipeError(f"{where}: not a GRPOConfig field{_did_you_mean(key, known)}")
-        hint = _simple_hint(known[key].type)  # enums, dicts, lists: left to GRPOConfig itself
-        checked[key] = _coerce(value, hint, where) if hint is not None else value
-        _check_bounds(checked[key], _TRAINER_BOUNDS.get(key, {}), where)
+        checked[key] = _validate(_trainer_type(known[key].type, _TRAINER_BOUNDS.get(key, {})), value, where)
     return checked
 
 
@@ -418,35 +422,35 @@ def _resolve_corpus(recipe: Recipe) -> None:
 def _lookup(recipe: Recipe, reference: str, where: str) -> str:
     node: Any = recipe
     for depth, part in enumerate(reference.split(".")):
-        if dataclasses.is_dataclass(node):
-            names = [f.name for f in dataclasses.fields(node)]
-        else:
-            names = list(node) if isinstance(node, Mapping) else []
+        names = list(type(node).model_fields) if isinstance(node, BaseModel) else []
+        names = list(node) if isinstance(node, Mapping) else names
         if part not in names:
             prefix = ".".join(reference.split(".")[:depth])
             match = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
             hint = f" (did you mean {'.'.join(filter(None, [prefix, match[0]]))}?)" if match else ""
             raise RecipeError(f"{where}: ${{{reference}}} names no recipe field{hint}")
-        node = getattr(node, part) if dataclasses.is_dataclass(node) else node[part]
+        node = getattr(node, part) if isinstance(node, BaseModel) else node[part]
     if node is None:
         raise RecipeError(f"{where}: ${{{reference}}} is null; set {reference} in the recipe")
-    if isinstance(node, Mapping | list) or dataclasses.is_dataclass(node):
+    if isinstance(node, Mapping | list | BaseModel):
         raise RecipeError(f"{where}: ${{{reference}}} is not a single value; refer to one of its fields")
     return _show(node) if isinstance(node, bool) else str(node)
 
 
 def _interpolate(recipe: Recipe, value: Any, where: str) -> Any:
-    """Replace ``${section.field}`` in every string of ``value`` (dataclasses are updated in place)."""
+    """Replace ``${section.field}`` in every string of ``value`` (models are updated in place)."""
     if isinstance(value, str):
         return _REFERENCE.sub(lambda match: _lookup(recipe, match.group(1), where), value)
     if isinstance(value, list):
         return [_interpolate(recipe, item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, dict):
         return {key: _interpolate(recipe, item, f"{where}.{key}") for key, item in value.items()}
-    if dataclasses.is_dataclass(value):
-        for f in dataclasses.fields(value):
-            path = f"{where}.{f.name}" if where else f.name
-            setattr(value, f.name, _interpolate(recipe, getattr(value, f.name), path))
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            new = _interpolate(recipe, old, f"{where}.{name}" if where else name)
+            if new is not old and new != old:
+                setattr(value, name, new)  # validated again: a reference may not turn a number into text
     return value
 
 
@@ -465,14 +469,14 @@ _Dumper.add_representer(
 
 def recipe_to_yaml(recipe: Recipe) -> str:
     """The resolved recipe as YAML that ``load_recipe`` reads back to an equal ``Recipe``."""
-    return yaml.dump(
-        dataclasses.asdict(recipe), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110
-    )
+    return yaml.dump(recipe.model_dump(), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
 
 
 def _type_name(hint: Any) -> str:
-    if _is_union(hint):
-        return " | ".join(_type_name(arg) for arg in get_args(hint))
+    members = _members(hint)
+    if len(members) > 1:
+        return " | ".join(_type_name(member) for member in members)
+    hint = members[0]
     if get_origin(hint) is Literal:
         return " | ".join(repr(choice) for choice in get_args(hint))
     if get_origin(hint) in (list, dict):
@@ -482,28 +486,36 @@ def _type_name(hint: Any) -> str:
     return "Any" if hint is Any else getattr(hint, "__name__", str(hint))
 
 
-def _describe_fields(cls: type[Any], prefix: str) -> list[str]:
-    hints = get_type_hints(cls)
+def _bounds(info: FieldInfo) -> str:
+    """A field's numeric bounds in words, e.g. ' At least 1.'; '' when it has none."""
+    words = []
+    for bound in info.metadata:
+        for attr, (_, text) in zip(("gt", "ge", "lt", "le"), _BOUND_WORDS.values(), strict=True):
+            if getattr(bound, attr, None) is not None:
+                words.append(f"{text.removeprefix('be ')} {getattr(bound, attr)}")
+    return f" Must be {' and '.join(words)}." if words else ""
+
+
+def _describe_fields(cls: type[BaseModel], prefix: str) -> list[str]:
     lines = []
-    for f in dataclasses.fields(cls):
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        lines.append(f"  {prefix}{f.name}: {_type_name(hints[f.name])} = {_show(default)}")
-        lines.append(f"      {f.metadata['help']}")
+    for name, info in cls.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        lines.append(f"  {prefix}{name}: {_type_name(info.annotation)} = {_show(default)}")
+        lines.append(f"      {info.description}{_bounds(info)}")
     return lines
 
 
 def describe_recipe_fields() -> str:
-    """Every recipe field with its type, default and help, section by section."""
-    hints = get_type_hints(Recipe)
+    """Every recipe field with its type, default, help and bounds, section by section."""
     lines: list[str] = []
-    for f in dataclasses.fields(Recipe):
-        hint = hints[f.name]
-        if dataclasses.is_dataclass(hint):
-            lines += ["", f"{f.name}: {f.metadata['help']}", *_describe_fields(hint, f"{f.name}.")]
-        elif f.name == "rewards":
-            lines += ["", f"rewards: {f.metadata['help']} Each item:", *_describe_fields(RewardSpec, "- ")]
-        elif f.name == "trainer":
-            lines += ["", f"trainer: {f.metadata['help']} See help(trl.GRPOConfig)."]
+    for name, info in Recipe.model_fields.items():
+        hint = info.annotation
+        if _is_model(hint):
+            lines += ["", f"{name}: {info.description}", *_describe_fields(hint, f"{name}.")]
+        elif name == "rewards":
+            lines += ["", f"rewards: {info.description} Each item:", *_describe_fields(RewardSpec, "- ")]
+        elif name == "trainer":
+            lines += ["", f"trainer: {info.description} See help(trl.GRPOConfig)."]
         else:
-            lines += [f"{f.name}: {_type_name(hint)} — {f.metadata['help']}"]
+            lines += [f"{name}: {_type_name(hint)} — {info.description}"]
     return "\n".join(lines).strip() + "\n"

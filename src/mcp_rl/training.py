@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from mcp_rl.assembly import recipe_parser, tool_pool
 from mcp_rl.configs import Recipe
 from mcp_rl.data import load_qa
 from mcp_rl.models import cpu_supports_bf16, load_model, train_top_layers
@@ -206,7 +207,7 @@ def train(
     if recipe.model.train_top_layers is not None:
         train_top_layers(model, recipe.model.train_top_layers)
     errlog = (output / "tool_servers.log").open("a")
-    pool = recipe.tool_pool(errlog).start()
+    pool = tool_pool(recipe, errlog).start()
     try:
         reward_funcs, weights = build_reward_functions(recipe.rewards, pool)
         args = grpo_config(recipe, output)
@@ -218,7 +219,7 @@ def train(
             train_dataset=training_dataset(recipe),
             processing_class=tokenizer,
             pool=pool,
-            parser=recipe.parser.build(),
+            parser=recipe_parser(recipe),
             prompt=recipe.prompt,
             rollout=recipe.rollout,
             peft_config=peft_config(recipe),
