@@ -199,9 +199,9 @@ def train(
     if not resume:
         for stale in ("metrics.jsonl", "traces.jsonl"):
             (output / stale).unlink(missing_ok=True)
-    (output / "recipe.yaml").write_text(recipe_to_yaml(recipe))
     if model_path:
         recipe.model.name_or_path = model_path
+    (output / "recipe.yaml").write_text(recipe_to_yaml(recipe))
     started = time.monotonic()
     model, tokenizer = load_model(recipe.model)
     if recipe.model.train_top_layers is not None:
