@@ -3,20 +3,26 @@
 The descriptions are the documentation: ``mcp-rl recipes show NAME --fields`` prints them, and
 ``mcp_rl.recipe`` validates a YAML file against these models. Numeric bounds sit on the same ``Field``
 (``gt``/``ge``/``lt``/``le``) so a bad value is refused with the field's name before anything starts.
-Validation is strict, as a recipe should be: ``true`` is not an integer and ``"3"`` is not a number, except
-that a float field also takes the strings YAML 1.1 leaves unparsed, such as ``1e-5``.
+Validation is strict, as a recipe should be: ``true`` is not an integer and ``"3"`` is not one either; only
+a float field also takes a string that spells a number, as YAML 1.1 leaves ``1e-5``.
 Trainer hyper-parameters are not redeclared here: ``Recipe.trainer`` takes ``trl.GRPOConfig`` fields by
 their own names.
 
-This module only describes configuration: building the parser, the tool pool or the model from it is
-``mcp_rl.assembly``'s and the training code's job.
+``validate_config`` turns pydantic's errors into our one-line ``RecipeError`` wording and
+``describe_recipe_fields`` prints the descriptions. This module only describes configuration: building
+the parser, the tool pool or the model from it is ``mcp_rl.assembly``'s and the training code's job.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import difflib
+import types
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from mcp_rl.errors import RecipeError
 from mcp_rl.server_config import ServerConfig, ServerConfigError, parse_mcp_servers
@@ -33,7 +39,23 @@ __all__ = [
     "Section",
     "ToolsConfig",
     "YamlFloat",
+    "describe_recipe_fields",
+    "did_you_mean",
+    "show_value",
+    "type_members",
+    "validate_config",
 ]
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_PLURAL_WORDS = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
+# pydantic's bound error types → (the ctx key holding the limit, our words).
+_BOUND_WORDS = {
+    "greater_than": ("gt", "be greater than"),
+    "greater_than_equal": ("ge", "be at least"),
+    "less_than": ("lt", "be less than"),
+    "less_than_equal": ("le", "be at most"),
+}
+_STRICT = ConfigDict(strict=True)  # plain types (trainer values) are checked like the sections
 
 
 def _yaml_number(value: Any) -> Any:
@@ -256,3 +278,157 @@ class Recipe(Section):
             for server in servers:
                 server.timeout_s = self.tools.timeout_s
         return servers
+
+
+# -- validation messages and field docs -----------------------------------------------------------------
+def show_value(value: Any) -> str:
+    """A value as a YAML user would write it, cut short."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the closest of ``choices``, or '' when none is close."""
+    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def _bare(hint: Any) -> Any:
+    """``hint`` without ``Annotated`` metadata (validators, bounds)."""
+    while get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return hint
+
+
+def type_members(hint: Any) -> tuple[Any, ...]:
+    """The types a union allows (``None`` included), or ``(hint,)``."""
+    hint = _bare(hint)
+    return get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
+
+
+def _is_model(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, BaseModel)
+
+
+def _expected(hint: Any) -> str:
+    """``hint`` in words, for 'expected ..., got ...'."""
+    members = type_members(hint)
+    if len(members) > 1:
+        words = " or ".join(_expected(member) for member in members if member is not type(None))
+        return words + (" or null" if type(None) in members else "")
+    hint = members[0]
+    if get_origin(hint) is Literal:
+        return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
+    if get_origin(hint) is list:
+        item = _bare(get_args(hint)[0])
+        return f"a list of {_PLURAL_WORDS.get(item, 'mappings')}"
+    if _is_model(hint):
+        return f"a mapping with fields {', '.join(hint.model_fields)}"
+    if get_origin(hint) is dict:
+        return "a mapping"
+    return _TYPE_WORDS.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _locate(root: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, Any]:
+    """Follow pydantic's error location from ``root``: the dotted path, the type there, its model."""
+    path, hint, owner = prefix, root, root
+    for part in loc:
+        inner = [member for member in type_members(hint) if member is not type(None)]
+        if len(inner) != 1:
+            break  # a union's branch tag: the value failed every branch, report the union as a whole
+        inner_hint = inner[0]
+        if isinstance(part, int) and get_origin(inner_hint) is list:
+            path, hint = f"{path}[{part}]", get_args(inner_hint)[0]
+            continue
+        path = f"{path}.{part}" if path else str(part)
+        if _is_model(inner_hint):
+            owner = inner_hint
+            field = inner_hint.model_fields.get(str(part))
+            hint = field.annotation if field is not None else Any
+        else:
+            hint = get_args(inner_hint)[1] if get_origin(inner_hint) is dict else Any
+    return path, hint, owner
+
+
+def _explain(root: Any, error: ErrorDetails, prefix: str = "") -> str:
+    """One pydantic error as our one-line wording: ``path: what is wrong, got value (did you mean ...)``."""
+    path, hint, owner = _locate(root, error["loc"], prefix)
+    kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
+    if kind == "extra_forbidden":
+        key = str(error["loc"][-1])
+        known = list(owner.model_fields) if _is_model(owner) else []
+        what = "unknown field" if len(error["loc"]) > 1 or prefix else "unknown section"
+        listed = ", ".join(known)
+        return f"{path}: {what}{did_you_mean(key, known) or f' (known: {listed})'}"
+    if kind in _BOUND_WORDS:
+        bound, words = _BOUND_WORDS[kind]
+        limit = ctx[bound]
+        text = "be positive" if bound == "gt" and limit == 0 else f"{words} {limit}"
+        return f"{path}: must {text}, got {show_value(value)}"
+    if kind == "literal_error" or kind.endswith(("_type", "_parsing")):
+        choices = [str(c) for m in type_members(hint) if get_origin(m) is Literal for c in get_args(m)]
+        suggestion = did_you_mean(value, choices) if choices and isinstance(value, str) else ""
+        return f"{path or 'recipe'}: expected {_expected(hint)}, got {show_value(value)}{suggestion}"
+    return f"{path or 'recipe'}: {error['msg'][:1].lower()}{error['msg'][1:]}, got {show_value(value)}"
+
+
+def validate_config(kind: Any, value: Any, prefix: str = "") -> Any:
+    """``value`` validated as ``kind`` (a model or an annotated type); its first error as a RecipeError."""
+    adapter = TypeAdapter(kind) if _is_model(kind) else TypeAdapter(kind, config=_STRICT)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as error:
+        raise RecipeError(_explain(kind, error.errors()[0], prefix)) from None
+
+
+def _type_name(hint: Any) -> str:
+    members = type_members(hint)
+    if len(members) > 1:
+        return " | ".join(_type_name(member) for member in members)
+    hint = members[0]
+    if get_origin(hint) is Literal:
+        return " | ".join(repr(choice) for choice in get_args(hint))
+    if get_origin(hint) in (list, dict):
+        return f"{get_origin(hint).__name__}[{', '.join(_type_name(a) for a in get_args(hint))}]"
+    if hint is type(None):
+        return "null"
+    return "Any" if hint is Any else getattr(hint, "__name__", str(hint))
+
+
+def _bounds(info: FieldInfo) -> str:
+    """A field's numeric bounds in words, e.g. ' At least 1.'; '' when it has none."""
+    words = []
+    for bound in info.metadata:
+        for attr, (_, text) in zip(("gt", "ge", "lt", "le"), _BOUND_WORDS.values(), strict=True):
+            if getattr(bound, attr, None) is not None:
+                words.append(f"{text.removeprefix('be ')} {getattr(bound, attr)}")
+    return f" Must be {' and '.join(words)}." if words else ""
+
+
+def _describe_fields(cls: type[BaseModel], prefix: str) -> list[str]:
+    lines = []
+    for name, info in cls.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        lines.append(f"  {prefix}{name}: {_type_name(info.annotation)} = {show_value(default)}")
+        lines.append(f"      {info.description}{_bounds(info)}")
+    return lines
+
+
+def describe_recipe_fields() -> str:
+    """Every recipe field with its type, default, help and bounds, section by section."""
+    lines: list[str] = []
+    for name, info in Recipe.model_fields.items():
+        hint = info.annotation
+        if _is_model(hint):
+            lines += ["", f"{name}: {info.description}", *_describe_fields(hint, f"{name}.")]
+        elif name == "rewards":
+            lines += ["", f"rewards: {info.description} Each item:", *_describe_fields(RewardSpec, "- ")]
+        elif name == "trainer":
+            lines += ["", f"trainer: {info.description} See help(trl.GRPOConfig)."]
+        else:
+            lines += [f"{name}: {_type_name(hint)} — {info.description}"]
+    return "\n".join(lines).strip() + "\n"

@@ -18,18 +18,24 @@ import operator
 import os
 import re
 import string
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic.fields import FieldInfo
-from pydantic_core import ErrorDetails
+from pydantic import BaseModel, Field
 
 import mcp_rl
-from mcp_rl.configs import Recipe, RewardSpec, YamlFloat
+from mcp_rl.configs import (
+    Recipe,
+    RewardSpec,
+    YamlFloat,
+    describe_recipe_fields,
+    did_you_mean,
+    show_value,
+    type_members,
+    validate_config,
+)
 from mcp_rl.errors import RecipeError
 
 __all__ = [
@@ -49,16 +55,6 @@ _REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\}")
 _YAML_SUFFIXES = (".yaml", ".yml")
 _CHAT_ROLES = ("system", "user", "assistant", "tool")
 _SIMPLE_TYPES = (int, float, bool, str, type(None))
-_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
-_PLURAL_WORDS = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
-# pydantic's bound error types → (the ctx key holding the limit, our words).
-_BOUND_WORDS = {
-    "greater_than": ("gt", "be greater than"),
-    "greater_than_equal": ("ge", "be at least"),
-    "less_than": ("lt", "be less than"),
-    "less_than_equal": ("le", "be at most"),
-}
-_STRICT = ConfigDict(strict=True)  # trainer values, checked like the sections: `true` is not an integer
 # GRPOConfig accepts these silently or fails deep inside TRL; refuse them while the field is still known.
 _TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "learning_rate": {"gt": 0},
@@ -114,7 +110,7 @@ def find_recipe(name_or_path: str) -> Path:
     if path.is_file():
         return path
     raise RecipeError(
-        f"unknown recipe {name_or_path!r}{_did_you_mean(name_or_path, files)}; available: "
+        f"unknown recipe {name_or_path!r}{did_you_mean(name_or_path, files)}; available: "
         f"{', '.join(sorted(files)) or '(none)'}; or give the path of a .yaml file"
     )
 
@@ -133,7 +129,7 @@ def recipe_from_dict(
     raw: Mapping[str, Any], overrides: Sequence[str] = (), *, name: str = "recipe", check_trainer: bool = True
 ) -> Recipe:
     """``load_recipe`` for a mapping already in memory; ``name`` is used when the mapping has none."""
-    recipe: Recipe = _validate(Recipe, apply_overrides(raw, overrides))
+    recipe: Recipe = validate_config(Recipe, apply_overrides(raw, overrides))
     recipe.name = recipe.name or name
     if check_trainer:
         recipe.trainer = _check_trainer(recipe.trainer)
@@ -185,7 +181,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str]) -> dict[st
             elif not isinstance(child, dict | list):
                 where = ".".join(parts[: depth + 1])
                 raise RecipeError(
-                    f"--set {key}: {where} is {_show(child)}, which has no field {parts[depth + 1]!r}"
+                    f"--set {key}: {where} is {show_value(child)}, which has no field {parts[depth + 1]!r}"
                 )
             node = child
         _set_child(node, parts[-1], value, parts[:-1])
@@ -210,113 +206,10 @@ def _set_child(node: dict[str, Any] | list[Any], part: str, value: Any, parent: 
         node[part] = value
 
 
-# -- validation ---------------------------------------------------------------------------------------
-def _show(value: Any) -> str:
-    """A value as a YAML user would write it, cut short."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]}?)" if match else ""
-
-
-def _bare(hint: Any) -> Any:
-    """``hint`` without ``Annotated`` metadata (validators, bounds)."""
-    while get_origin(hint) is Annotated:
-        hint = get_args(hint)[0]
-    return hint
-
-
-def _members(hint: Any) -> tuple[Any, ...]:
-    """The types a union allows (``None`` included), or ``(hint,)``."""
-    hint = _bare(hint)
-    return get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
-
-
-def _is_model(hint: Any) -> bool:
-    return isinstance(hint, type) and issubclass(hint, BaseModel)
-
-
-def _expected(hint: Any) -> str:
-    """``hint`` in words, for 'expected ..., got ...'."""
-    members = _members(hint)
-    if len(members) > 1:
-        words = " or ".join(_expected(member) for member in members if member is not type(None))
-        return words + (" or null" if type(None) in members else "")
-    hint = members[0]
-    if get_origin(hint) is Literal:
-        return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
-    if get_origin(hint) is list:
-        item = _bare(get_args(hint)[0])
-        return f"a list of {_PLURAL_WORDS.get(item, 'mappings')}"
-    if _is_model(hint):
-        return f"a mapping with fields {', '.join(hint.model_fields)}"
-    if get_origin(hint) is dict:
-        return "a mapping"
-    return _TYPE_WORDS.get(hint, getattr(hint, "__name__", str(hint)))
-
-
-def _locate(root: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, Any]:
-    """Follow pydantic's error location from ``root``: the dotted path, the type there, its model."""
-    path, hint, owner = prefix, root, root
-    for part in loc:
-        inner = [member for member in _members(hint) if member is not type(None)]
-        if len(inner) != 1:
-            break  # a union's branch tag: the value failed every branch, report the union as a whole
-        inner_hint = inner[0]
-        if isinstance(part, int) and get_origin(inner_hint) is list:
-            path, hint = f"{path}[{part}]", get_args(inner_hint)[0]
-            continue
-        path = f"{path}.{part}" if path else str(part)
-        if _is_model(inner_hint):
-            owner = inner_hint
-            field = inner_hint.model_fields.get(str(part))
-            hint = field.annotation if field is not None else Any
-        else:
-            hint = get_args(inner_hint)[1] if get_origin(inner_hint) is dict else Any
-    return path, hint, owner
-
-
-def _explain(root: Any, error: ErrorDetails, prefix: str = "") -> str:
-    """One pydantic error as our one-line wording: ``path: what is wrong, got value (did you mean ...)``."""
-    path, hint, owner = _locate(root, error["loc"], prefix)
-    kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
-    if kind == "extra_forbidden":
-        key = str(error["loc"][-1])
-        known = list(owner.model_fields) if _is_model(owner) else []
-        what = "unknown field" if len(error["loc"]) > 1 or prefix else "unknown section"
-        listed = ", ".join(known)
-        return f"{path}: {what}{_did_you_mean(key, known) or f' (known: {listed})'}"
-    if kind in _BOUND_WORDS:
-        bound, words = _BOUND_WORDS[kind]
-        limit = ctx[bound]
-        text = "be positive" if bound == "gt" and limit == 0 else f"{words} {limit}"
-        return f"{path}: must {text}, got {_show(value)}"
-    if kind == "literal_error" or kind.endswith(("_type", "_parsing")):
-        choices = [str(c) for m in _members(hint) if get_origin(m) is Literal for c in get_args(m)]
-        suggestion = _did_you_mean(value, choices) if choices and isinstance(value, str) else ""
-        return f"{path or 'recipe'}: expected {_expected(hint)}, got {_show(value)}{suggestion}"
-    return f"{path or 'recipe'}: {error['msg'][:1].lower()}{error['msg'][1:]}, got {_show(value)}"
-
-
-def _validate(kind: Any, value: Any, prefix: str = "") -> Any:
-    """``value`` validated as ``kind`` (a model or an annotated type); its first error as a RecipeError."""
-    adapter = TypeAdapter(kind) if _is_model(kind) else TypeAdapter(kind, config=_STRICT)
-    try:
-        return adapter.validate_python(value)
-    except ValidationError as error:
-        raise RecipeError(_explain(kind, error.errors()[0], prefix)) from None
-
-
+# -- trainer ------------------------------------------------------------------------------------------
 def _trainer_type(hint: Any, bounds: Mapping[str, float]) -> Any:
     """A GRPOConfig field's type checked like ours when it is int/float/bool/str (or null); else ``Any``."""
-    members = _members(hint)
+    members = type_members(hint)
     if not all(member in _SIMPLE_TYPES for member in members):
         return Any  # enums, dicts, lists: left to GRPOConfig itself
     checked = functools.reduce(operator.or_, [YamlFloat if m is float else m for m in members])
@@ -333,8 +226,10 @@ def _check_trainer(trainer: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in trainer.items():
         where = f"trainer.{key}"
         if key not in known:
-            raise RecipeError(f"{where}: not a GRPOConfig field{_did_you_mean(key, known)}")
-        checked[key] = _validate(_trainer_type(known[key].type, _TRAINER_BOUNDS.get(key, {})), value, where)
+            raise RecipeError(f"{where}: not a GRPOConfig field{did_you_mean(key, known)}")
+        checked[key] = validate_config(
+            _trainer_type(known[key].type, _TRAINER_BOUNDS.get(key, {})), value, where
+        )
     return checked
 
 
@@ -370,7 +265,7 @@ def _check_recipe(recipe: Recipe) -> None:
         if message.get("role") not in _CHAT_ROLES or not isinstance(message.get("content"), str):
             raise RecipeError(
                 f"prompt.few_shot[{i}]: expected a chat message {{role: {'|'.join(_CHAT_ROLES)}, "
-                f"content: text}}, got {_show(message)}"
+                f"content: text}}, got {show_value(message)}"
             )
     if not recipe.rewards:
         raise RecipeError("rewards: give at least one reward, e.g. [{name: exact_match}]")
@@ -392,7 +287,7 @@ def _check_reward(reward: RewardSpec, where: str) -> None:
     module, sep, function = reward.name.partition(":")
     if not (sep and module and function.isidentifier()):
         raise RecipeError(
-            f"{where}: unknown reward {reward.name!r}{_did_you_mean(reward.name, BUILTIN_REWARDS)}; "
+            f"{where}: unknown reward {reward.name!r}{did_you_mean(reward.name, BUILTIN_REWARDS)}; "
             f"built-in: {', '.join(BUILTIN_REWARDS)}, or 'package.module:function' for your own"
         )
 
@@ -414,7 +309,7 @@ def _resolve_corpus(recipe: Recipe) -> None:
     if corpus not in names:
         raise RecipeError(
             f"data.corpus: {corpus!r} is neither a file nor a built-in dataset"
-            f"{_did_you_mean(corpus, names)}; built-in: {', '.join(names) or '(none)'}"
+            f"{did_you_mean(corpus, names)}; built-in: {', '.join(names) or '(none)'}"
         )
     recipe.data.corpus = str(world.builtin_dataset_dir(corpus) / "corpus.jsonl")
 
@@ -434,7 +329,7 @@ def _lookup(recipe: Recipe, reference: str, where: str) -> str:
         raise RecipeError(f"{where}: ${{{reference}}} is null; set {reference} in the recipe")
     if isinstance(node, Mapping | list | BaseModel):
         raise RecipeError(f"{where}: ${{{reference}}} is not a single value; refer to one of its fields")
-    return _show(node) if isinstance(node, bool) else str(node)
+    return show_value(node) if isinstance(node, bool) else str(node)
 
 
 def _interpolate(recipe: Recipe, value: Any, where: str) -> Any:
@@ -470,52 +365,3 @@ _Dumper.add_representer(
 def recipe_to_yaml(recipe: Recipe) -> str:
     """The resolved recipe as YAML that ``load_recipe`` reads back to an equal ``Recipe``."""
     return yaml.dump(recipe.model_dump(), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
-
-
-def _type_name(hint: Any) -> str:
-    members = _members(hint)
-    if len(members) > 1:
-        return " | ".join(_type_name(member) for member in members)
-    hint = members[0]
-    if get_origin(hint) is Literal:
-        return " | ".join(repr(choice) for choice in get_args(hint))
-    if get_origin(hint) in (list, dict):
-        return f"{get_origin(hint).__name__}[{', '.join(_type_name(a) for a in get_args(hint))}]"
-    if hint is type(None):
-        return "null"
-    return "Any" if hint is Any else getattr(hint, "__name__", str(hint))
-
-
-def _bounds(info: FieldInfo) -> str:
-    """A field's numeric bounds in words, e.g. ' At least 1.'; '' when it has none."""
-    words = []
-    for bound in info.metadata:
-        for attr, (_, text) in zip(("gt", "ge", "lt", "le"), _BOUND_WORDS.values(), strict=True):
-            if getattr(bound, attr, None) is not None:
-                words.append(f"{text.removeprefix('be ')} {getattr(bound, attr)}")
-    return f" Must be {' and '.join(words)}." if words else ""
-
-
-def _describe_fields(cls: type[BaseModel], prefix: str) -> list[str]:
-    lines = []
-    for name, info in cls.model_fields.items():
-        default = info.get_default(call_default_factory=True)
-        lines.append(f"  {prefix}{name}: {_type_name(info.annotation)} = {_show(default)}")
-        lines.append(f"      {info.description}{_bounds(info)}")
-    return lines
-
-
-def describe_recipe_fields() -> str:
-    """Every recipe field with its type, default, help and bounds, section by section."""
-    lines: list[str] = []
-    for name, info in Recipe.model_fields.items():
-        hint = info.annotation
-        if _is_model(hint):
-            lines += ["", f"{name}: {info.description}", *_describe_fields(hint, f"{name}.")]
-        elif name == "rewards":
-            lines += ["", f"rewards: {info.description} Each item:", *_describe_fields(RewardSpec, "- ")]
-        elif name == "trainer":
-            lines += ["", f"trainer: {info.description} See help(trl.GRPOConfig)."]
-        else:
-            lines += [f"{name}: {_type_name(hint)} — {info.description}"]
-    return "\n".join(lines).strip() + "\n"
