@@ -43,7 +43,7 @@ from mcp_rl.models import load_model, pick_dtype, resolve_model_path
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.recipe import load_recipe
-from mcp_rl.servers import in_process
+from mcp_rl.server_config import in_process
 
 TARGET_SPEEDUP = 2.0
 _WORD = re.compile(r"[a-z0-9]+")

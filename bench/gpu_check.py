@@ -56,7 +56,7 @@ def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[st
     from transformers import TrainerCallback
 
     from mcp_rl.pool import BlockingToolPool
-    from mcp_rl.servers import parse_mcp_servers
+    from mcp_rl.server_config import parse_mcp_servers
     from mcp_rl.trainer import MCPGRPOTrainer
 
     if device == "cuda" and not torch.cuda.is_available():

@@ -90,7 +90,7 @@ class Side:
 
 # -- our engine ----------------------------------------------------------------------------------------------
 def server_config(transport: str, latency_s: float) -> Any:
-    from mcp_rl.servers import in_process, parse_mcp_servers
+    from mcp_rl.server_config import in_process, parse_mcp_servers
 
     if transport == "in-process":
         return in_process("lookup", task.make_mcp_server(latency_s))

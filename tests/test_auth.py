@@ -26,7 +26,7 @@ from mcp_rl.configs import RolloutConfig
 from mcp_rl.generation import TransformersGenerator
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.pool import BlockingToolPool, ToolPoolError
-from mcp_rl.servers import ServerConfigError, parse_mcp_servers
+from mcp_rl.server_config import ServerConfigError, parse_mcp_servers
 
 TOKEN_ENV = "MCP_RL_SERVER_TOKEN"
 # The protocol version is irrelevant to what is checked here (auth and Host checks run before MCP does);

@@ -17,7 +17,7 @@ from mcp_rl.parsers import build_parser
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.prompts import PromptBuilder
-from mcp_rl.servers import in_process, parse_mcp_servers
+from mcp_rl.server_config import in_process, parse_mcp_servers
 
 
 def make_engine(model, tokenizer, pool, parser_name="search_r1", **rollout):

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ImageContent, TextContent
 
 from mcp_rl.pool import BlockingToolPool, FailureKind, ToolPool, ToolPoolError
-from mcp_rl.servers import in_process, parse_mcp_servers
+from mcp_rl.server_config import in_process, parse_mcp_servers
 
 
 def servers(**entries: object) -> list:

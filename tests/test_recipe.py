@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
 import pytest
 import yaml
+from pydantic import BaseModel
 
-from mcp_rl.configs import Recipe, RecipeError, RewardSpec
+from mcp_rl.configs import Recipe, RewardSpec
 from mcp_rl.datasets import builtin_dataset_dir
+from mcp_rl.errors import RecipeError
 from mcp_rl.recipe import (
     apply_overrides,
     describe_recipe_fields,
@@ -90,14 +91,19 @@ def test_defaults_alone_are_a_valid_recipe() -> None:
 
 def test_every_config_field_has_help_and_is_described() -> None:
     described = describe_recipe_fields()
-    sections = {name: hint for name, hint in get_type_hints(Recipe).items() if dataclasses.is_dataclass(hint)}
+    sections = {
+        name: info.annotation
+        for name, info in Recipe.model_fields.items()
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
+    }
     for cls in (Recipe, RewardSpec, *sections.values()):
-        for f in dataclasses.fields(cls):
-            assert f.metadata.get("help"), f"{cls.__name__}.{f.name} has no help"
-    for name, cls in sections.items():
-        for f in dataclasses.fields(cls):
-            assert f"{name}.{f.name}:" in described
+        for name, info in cls.model_fields.items():
+            assert info.description, f"{cls.__name__}.{name} has no help"
+    for section, cls in sections.items():
+        for name in cls.model_fields:
+            assert f"{section}.{name}:" in described
     assert "- weight: float = 1.0" in described and "GRPOConfig" in described
+    assert "Most model turns per episode. Must be at least 1." in described  # bounds are documented
 
 
 # -- overrides ----------------------------------------------------------------------------------------

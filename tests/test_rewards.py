@@ -52,7 +52,7 @@ from mcp_rl.rewards import (
     tool_use,
     weighted_total,
 )
-from mcp_rl.servers import parse_mcp_servers
+from mcp_rl.server_config import parse_mcp_servers
 from mcp_rl.trajectory import CallRecord, Trajectory, Turn
 
 KEY_ENV = "MCP_RL_TEST_JUDGE_KEY"

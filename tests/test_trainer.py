@@ -11,7 +11,7 @@ import torch
 from tiny import child_pids, searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
 
 from mcp_rl.pool import BlockingToolPool
-from mcp_rl.servers import parse_mcp_servers
+from mcp_rl.server_config import parse_mcp_servers
 from mcp_rl.trainer import MCPGRPOTrainer
 
 

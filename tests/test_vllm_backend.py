@@ -27,7 +27,7 @@ from tiny_models import tiny_model_and_tokenizer
 
 from mcp_rl.generation import Generation, SamplingParams, TransformersGenerator
 from mcp_rl.pool import BlockingToolPool
-from mcp_rl.servers import in_process
+from mcp_rl.server_config import in_process
 from mcp_rl.vllm_backend import _cpu_list, sampling_kwargs, state_dict_items, vllm_available
 
 needs_vllm = pytest.mark.skipif(

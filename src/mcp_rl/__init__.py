@@ -11,7 +11,7 @@ noun that needs one is touched): the command line starts fast and tools can be l
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -22,8 +22,8 @@ _EXPORTS = {
     "BlockingToolPool": "mcp_rl.pool",
     "ToolResult": "mcp_rl.pool",
     "FailureKind": "mcp_rl.pool",
-    "parse_mcp_servers": "mcp_rl.servers",
-    "in_process": "mcp_rl.servers",
+    "parse_mcp_servers": "mcp_rl.server_config",
+    "in_process": "mcp_rl.server_config",
     # rollouts
     "RolloutPipeline": "mcp_rl.pipeline",
     "RolloutEngine": "mcp_rl.engine",
@@ -50,28 +50,6 @@ _EXPORTS = {
 }
 
 __all__ = ["__version__", *_EXPORTS]
-
-if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
-    from mcp_rl.configs import PromptConfig, Recipe, RolloutConfig
-    from mcp_rl.engine import RolloutEngine
-    from mcp_rl.generation import SamplingParams, TransformersGenerator
-    from mcp_rl.parsers import build_parser
-    from mcp_rl.pipeline import RolloutPipeline
-    from mcp_rl.pool import BlockingToolPool, FailureKind, ToolPool, ToolResult
-    from mcp_rl.recipe import load_recipe
-    from mcp_rl.rewards import (
-        JudgeReward,
-        ToolVerificationReward,
-        answer_retrieved,
-        build_reward_functions,
-        exact_match,
-        f1,
-        format_reward,
-        tool_use,
-    )
-    from mcp_rl.servers import in_process, parse_mcp_servers
-    from mcp_rl.trainer import MCPGRPOTrainer
-    from mcp_rl.trajectory import Trajectory
 
 
 def __getattr__(name: str) -> Any:

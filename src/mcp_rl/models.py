@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from mcp_rl.configs import ModelConfig
+from mcp_rl.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ BUILTIN_MODELS = {
 }
 
 
-class ModelNotFoundError(RuntimeError):
+class ModelNotFoundError(ConfigError):
     """The model named in a recipe cannot be found; the message says how to get it."""
 
 

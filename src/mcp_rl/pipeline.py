@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from mcp_rl.assembly import recipe_parser, tool_pool
 from mcp_rl.configs import PromptConfig, Recipe, RolloutConfig
 from mcp_rl.engine import RolloutEngine
 from mcp_rl.generation import Generator, TransformersGenerator
@@ -70,14 +71,14 @@ class RolloutPipeline:
         """The recipe's parser and prompts; its servers started (unless a ``pool`` is given) and the
         generator ``rollout.backend`` names (unless a ``generator`` is given), on ``model``."""
         owned = pool is None
-        pool = pool or recipe.tool_pool(errlog).start()
+        pool = pool or tool_pool(recipe, errlog).start()
         try:
             generator = generator or build_generator(recipe.rollout, model, tokenizer, seed=seed)
             return cls(
                 tokenizer,
                 generator,
                 pool=pool,
-                parser=recipe.parser.build(),
+                parser=recipe_parser(recipe),
                 prompt=recipe.prompt,
                 rollout=recipe.rollout,
             )

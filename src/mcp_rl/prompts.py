@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_rl.configs import PromptConfig
+from mcp_rl.errors import ConfigError
 from mcp_rl.parsers import Parser
 from mcp_rl.pool import ToolSpec
 
@@ -40,7 +41,7 @@ def _format_row(template: str, row: Mapping[str, Any]) -> str:
     try:
         return template.format(**row)
     except KeyError as missing:
-        raise ValueError(
+        raise ConfigError(
             f"prompt.user_template refers to {missing} but the dataset rows have only {sorted(row)}"
         ) from None
 

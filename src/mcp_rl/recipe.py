@@ -1,11 +1,11 @@
-"""Recipes: YAML files that fill the dataclasses of ``mcp_rl.configs``, checked field by field.
+"""Recipes: YAML files that fill the pydantic models of ``mcp_rl.configs``, checked field by field.
 
 A recipe is found by name (``search``) in the package's ``recipes`` folder or the source checkout's, or
 given as a path to a ``.yaml`` file. Loading goes: read → ``--set`` overrides on the raw mapping (so a bad
-override is reported like a bad file) → type and bound checks → ``trainer`` keys against
-``trl.GRPOConfig`` → built-in corpus names become paths → ``${section.field}`` interpolation → the
-``mcpServers`` entries are parsed. Every failure is a ``RecipeError`` whose one-line message names the
-field and the fix.
+override is reported like a bad file) → pydantic validation of types and bounds → ``trainer`` keys against
+``trl.GRPOConfig`` → checks across fields → built-in corpus names become paths → ``${section.field}``
+interpolation → the ``mcpServers`` entries are parsed. Every failure is a ``RecipeError`` whose one-line
+message names the field and the fix; pydantic's errors are reworded into that form.
 """
 
 from __future__ import annotations
@@ -13,18 +13,30 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
+import operator
 import os
 import re
 import string
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any
 
 import yaml
+from pydantic import BaseModel, Field
 
 import mcp_rl
-from mcp_rl.configs import Recipe, RecipeError, RewardSpec
+from mcp_rl.configs import (
+    Recipe,
+    RewardSpec,
+    YamlFloat,
+    describe_recipe_fields,
+    did_you_mean,
+    show_value,
+    type_members,
+    validate_config,
+)
+from mcp_rl.errors import RecipeError
 
 __all__ = [
     "RecipeError",
@@ -38,20 +50,11 @@ __all__ = [
     "recipe_to_yaml",
 ]
 
-# Dotted only: an undotted ${VAR} is an environment variable, expanded by servers.py when servers start.
+# Dotted only: an undotted ${VAR} is an environment variable, expanded by server_config.py when servers start.
 _REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\}")
 _YAML_SUFFIXES = (".yaml", ".yml")
 _CHAT_ROLES = ("system", "user", "assistant", "tool")
 _SIMPLE_TYPES = (int, float, bool, str, type(None))
-_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
-_PLURAL_WORDS = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
-# bool is an int in Python, but `max_turns: true` is a mistake in a recipe.
-_SCALAR_CHECKS = {
-    bool: lambda value: isinstance(value, bool),
-    int: lambda value: isinstance(value, int) and not isinstance(value, bool),
-    float: lambda value: isinstance(value, int | float) and not isinstance(value, bool),
-    str: lambda value: isinstance(value, str),
-}
 # GRPOConfig accepts these silently or fails deep inside TRL; refuse them while the field is still known.
 _TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "learning_rate": {"gt": 0},
@@ -107,7 +110,7 @@ def find_recipe(name_or_path: str) -> Path:
     if path.is_file():
         return path
     raise RecipeError(
-        f"unknown recipe {name_or_path!r}{_did_you_mean(name_or_path, files)}; available: "
+        f"unknown recipe {name_or_path!r}{did_you_mean(name_or_path, files)}; available: "
         f"{', '.join(sorted(files)) or '(none)'}; or give the path of a .yaml file"
     )
 
@@ -126,7 +129,7 @@ def recipe_from_dict(
     raw: Mapping[str, Any], overrides: Sequence[str] = (), *, name: str = "recipe", check_trainer: bool = True
 ) -> Recipe:
     """``load_recipe`` for a mapping already in memory; ``name`` is used when the mapping has none."""
-    recipe = _build(Recipe, apply_overrides(raw, overrides), "")
+    recipe: Recipe = validate_config(Recipe, apply_overrides(raw, overrides))
     recipe.name = recipe.name or name
     if check_trainer:
         recipe.trainer = _check_trainer(recipe.trainer)
@@ -178,7 +181,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str]) -> dict[st
             elif not isinstance(child, dict | list):
                 where = ".".join(parts[: depth + 1])
                 raise RecipeError(
-                    f"--set {key}: {where} is {_show(child)}, which has no field {parts[depth + 1]!r}"
+                    f"--set {key}: {where} is {show_value(child)}, which has no field {parts[depth + 1]!r}"
                 )
             node = child
         _set_child(node, parts[-1], value, parts[:-1])
@@ -203,118 +206,14 @@ def _set_child(node: dict[str, Any] | list[Any], part: str, value: Any, parent: 
         node[part] = value
 
 
-# -- type and bound checks ----------------------------------------------------------------------------
-def _show(value: Any) -> str:
-    """A value as a YAML user would write it, cut short."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]}?)" if match else ""
-
-
-def _is_union(hint: Any) -> bool:
-    return get_origin(hint) in (Union, types.UnionType)
-
-
-def _expected(hint: Any) -> str:
-    """``hint`` in words, for 'expected ..., got ...'."""
-    if _is_union(hint):
-        words = [_expected(arg) for arg in get_args(hint) if arg is not type(None)]
-        nullable = type(None) in get_args(hint)
-        return " or ".join(words) + (" or null" if nullable else "")
-    if get_origin(hint) is Literal:
-        return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
-    if get_origin(hint) is list:
-        return f"a list of {_PLURAL_WORDS.get(get_args(hint)[0], 'mappings')}"
-    if get_origin(hint) is dict or dataclasses.is_dataclass(hint):
-        return "a mapping"
-    return _TYPE_WORDS.get(hint, str(hint))
-
-
-def _coerce(value: Any, hint: Any, where: str) -> Any:
-    """``value`` checked against ``hint``, converted where YAML is loose; RecipeError if it does not fit."""
-    origin, args = get_origin(hint), get_args(hint)
-    if hint is Any:
-        return value
-    if _is_union(hint):
-        if value is None and type(None) in args:
-            return None
-        for option in (arg for arg in args if arg is not type(None)):
-            try:
-                return _coerce(value, option, where)
-            except RecipeError:
-                continue
-    elif origin is Literal:
-        if value in args:
-            return value
-        hint_text = _did_you_mean(value, [str(a) for a in args]) if isinstance(value, str) else ""
-        raise RecipeError(f"{where}: expected {_expected(hint)}, got {_show(value)}{hint_text}")
-    elif dataclasses.is_dataclass(hint):
-        return _build(hint, value, where)
-    elif origin is list and isinstance(value, list):
-        return [_coerce(item, args[0], f"{where}[{i}]") for i, item in enumerate(value)]
-    elif origin is dict and isinstance(value, Mapping):
-        return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
-    elif hint in _SCALAR_CHECKS and _SCALAR_CHECKS[hint](value):
-        return value
-    elif hint is float and isinstance(value, str):
-        # YAML 1.1 reads 1e-5 (no dot) as a string; a number is what was meant.
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    elif hint is str and isinstance(value, str):
-        return value
-    raise RecipeError(f"{where}: expected {_expected(hint)}, got {_show(value)}")
-
-
-def _check_bounds(value: Any, bounds: Mapping[str, Any], where: str) -> None:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return
-    if "gt" in bounds and not value > bounds["gt"]:
-        limit = bounds["gt"]
-        raise RecipeError(
-            f"{where}: must be {'positive' if limit == 0 else f'greater than {limit}'}, got {value}"
-        )
-    if "ge" in bounds and not value >= bounds["ge"]:
-        raise RecipeError(f"{where}: must be at least {bounds['ge']}, got {value}")
-    if "lt" in bounds and not value < bounds["lt"]:
-        raise RecipeError(f"{where}: must be less than {bounds['lt']}, got {value}")
-    if "le" in bounds and not value <= bounds["le"]:
-        raise RecipeError(f"{where}: must be at most {bounds['le']}, got {value}")
-
-
-def _build(cls: type[Any], raw: Any, where: str) -> Any:
-    """A dataclass from a mapping, each field checked against its type hint and its metadata bounds."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    if not isinstance(raw, Mapping):
-        raise RecipeError(
-            f"{where or 'recipe'}: expected a mapping with fields {', '.join(fields)}, got {_show(raw)}"
-        )
-    hints = get_type_hints(cls)
-    values = {}
-    for key, value in raw.items():
-        path = f"{where}.{key}" if where else str(key)
-        if key not in fields:
-            kind = "unknown field" if where else "unknown section"
-            suggestion = _did_you_mean(key, fields) or f" (known: {', '.join(fields)})"
-            raise RecipeError(f"{path}: {kind}{suggestion}")
-        values[key] = _coerce(value, hints[key], path)
-        _check_bounds(values[key], fields[key].metadata, path)
-    return cls(**values)
-
-
-def _simple_hint(hint: Any) -> Any:
-    """``hint`` when it is int/float/bool/str, optionally in a union with each other or None; else None."""
-    members = get_args(hint) if _is_union(hint) else (hint,)
-    return hint if members and all(member in _SIMPLE_TYPES for member in members) else None
+# -- trainer ------------------------------------------------------------------------------------------
+def _trainer_type(hint: Any, bounds: Mapping[str, float]) -> Any:
+    """A GRPOConfig field's type checked like ours when it is int/float/bool/str (or null); else ``Any``."""
+    members = type_members(hint)
+    if not all(member in _SIMPLE_TYPES for member in members):
+        return Any  # enums, dicts, lists: left to GRPOConfig itself
+    checked = functools.reduce(operator.or_, [YamlFloat if m is float else m for m in members])
+    return Annotated[checked, Field(**bounds)]
 
 
 def _check_trainer(trainer: Mapping[str, Any]) -> dict[str, Any]:
@@ -327,10 +226,10 @@ def _check_trainer(trainer: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in trainer.items():
         where = f"trainer.{key}"
         if key not in known:
-            raise RecipeError(f"{where}: not a GRPOConfig field{_did_you_mean(key, known)}")
-        hint = _simple_hint(known[key].type)  # enums, dicts, lists: left to GRPOConfig itself
-        checked[key] = _coerce(value, hint, where) if hint is not None else value
-        _check_bounds(checked[key], _TRAINER_BOUNDS.get(key, {}), where)
+            raise RecipeError(f"{where}: not a GRPOConfig field{did_you_mean(key, known)}")
+        checked[key] = validate_config(
+            _trainer_type(known[key].type, _TRAINER_BOUNDS.get(key, {})), value, where
+        )
     return checked
 
 
@@ -366,7 +265,7 @@ def _check_recipe(recipe: Recipe) -> None:
         if message.get("role") not in _CHAT_ROLES or not isinstance(message.get("content"), str):
             raise RecipeError(
                 f"prompt.few_shot[{i}]: expected a chat message {{role: {'|'.join(_CHAT_ROLES)}, "
-                f"content: text}}, got {_show(message)}"
+                f"content: text}}, got {show_value(message)}"
             )
     if not recipe.rewards:
         raise RecipeError("rewards: give at least one reward, e.g. [{name: exact_match}]")
@@ -388,7 +287,7 @@ def _check_reward(reward: RewardSpec, where: str) -> None:
     module, sep, function = reward.name.partition(":")
     if not (sep and module and function.isidentifier()):
         raise RecipeError(
-            f"{where}: unknown reward {reward.name!r}{_did_you_mean(reward.name, BUILTIN_REWARDS)}; "
+            f"{where}: unknown reward {reward.name!r}{did_you_mean(reward.name, BUILTIN_REWARDS)}; "
             f"built-in: {', '.join(BUILTIN_REWARDS)}, or 'package.module:function' for your own"
         )
 
@@ -410,7 +309,7 @@ def _resolve_corpus(recipe: Recipe) -> None:
     if corpus not in names:
         raise RecipeError(
             f"data.corpus: {corpus!r} is neither a file nor a built-in dataset"
-            f"{_did_you_mean(corpus, names)}; built-in: {', '.join(names) or '(none)'}"
+            f"{did_you_mean(corpus, names)}; built-in: {', '.join(names) or '(none)'}"
         )
     recipe.data.corpus = str(builtin_dataset_dir(corpus) / "corpus.jsonl")
 
@@ -418,35 +317,35 @@ def _resolve_corpus(recipe: Recipe) -> None:
 def _lookup(recipe: Recipe, reference: str, where: str) -> str:
     node: Any = recipe
     for depth, part in enumerate(reference.split(".")):
-        if dataclasses.is_dataclass(node):
-            names = [f.name for f in dataclasses.fields(node)]
-        else:
-            names = list(node) if isinstance(node, Mapping) else []
+        names = list(type(node).model_fields) if isinstance(node, BaseModel) else []
+        names = list(node) if isinstance(node, Mapping) else names
         if part not in names:
             prefix = ".".join(reference.split(".")[:depth])
             match = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
             hint = f" (did you mean {'.'.join(filter(None, [prefix, match[0]]))}?)" if match else ""
             raise RecipeError(f"{where}: ${{{reference}}} names no recipe field{hint}")
-        node = getattr(node, part) if dataclasses.is_dataclass(node) else node[part]
+        node = getattr(node, part) if isinstance(node, BaseModel) else node[part]
     if node is None:
         raise RecipeError(f"{where}: ${{{reference}}} is null; set {reference} in the recipe")
-    if isinstance(node, Mapping | list) or dataclasses.is_dataclass(node):
+    if isinstance(node, Mapping | list | BaseModel):
         raise RecipeError(f"{where}: ${{{reference}}} is not a single value; refer to one of its fields")
-    return _show(node) if isinstance(node, bool) else str(node)
+    return show_value(node) if isinstance(node, bool) else str(node)
 
 
 def _interpolate(recipe: Recipe, value: Any, where: str) -> Any:
-    """Replace ``${section.field}`` in every string of ``value`` (dataclasses are updated in place)."""
+    """Replace ``${section.field}`` in every string of ``value`` (models are updated in place)."""
     if isinstance(value, str):
         return _REFERENCE.sub(lambda match: _lookup(recipe, match.group(1), where), value)
     if isinstance(value, list):
         return [_interpolate(recipe, item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, dict):
         return {key: _interpolate(recipe, item, f"{where}.{key}") for key, item in value.items()}
-    if dataclasses.is_dataclass(value):
-        for f in dataclasses.fields(value):
-            path = f"{where}.{f.name}" if where else f.name
-            setattr(value, f.name, _interpolate(recipe, getattr(value, f.name), path))
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            new = _interpolate(recipe, old, f"{where}.{name}" if where else name)
+            if new is not old and new != old:
+                setattr(value, name, new)  # validated again: a reference may not turn a number into text
     return value
 
 
@@ -465,45 +364,4 @@ _Dumper.add_representer(
 
 def recipe_to_yaml(recipe: Recipe) -> str:
     """The resolved recipe as YAML that ``load_recipe`` reads back to an equal ``Recipe``."""
-    return yaml.dump(
-        dataclasses.asdict(recipe), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110
-    )
-
-
-def _type_name(hint: Any) -> str:
-    if _is_union(hint):
-        return " | ".join(_type_name(arg) for arg in get_args(hint))
-    if get_origin(hint) is Literal:
-        return " | ".join(repr(choice) for choice in get_args(hint))
-    if get_origin(hint) in (list, dict):
-        return f"{get_origin(hint).__name__}[{', '.join(_type_name(a) for a in get_args(hint))}]"
-    if hint is type(None):
-        return "null"
-    return "Any" if hint is Any else getattr(hint, "__name__", str(hint))
-
-
-def _describe_fields(cls: type[Any], prefix: str) -> list[str]:
-    hints = get_type_hints(cls)
-    lines = []
-    for f in dataclasses.fields(cls):
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        lines.append(f"  {prefix}{f.name}: {_type_name(hints[f.name])} = {_show(default)}")
-        lines.append(f"      {f.metadata['help']}")
-    return lines
-
-
-def describe_recipe_fields() -> str:
-    """Every recipe field with its type, default and help, section by section."""
-    hints = get_type_hints(Recipe)
-    lines: list[str] = []
-    for f in dataclasses.fields(Recipe):
-        hint = hints[f.name]
-        if dataclasses.is_dataclass(hint):
-            lines += ["", f"{f.name}: {f.metadata['help']}", *_describe_fields(hint, f"{f.name}.")]
-        elif f.name == "rewards":
-            lines += ["", f"rewards: {f.metadata['help']} Each item:", *_describe_fields(RewardSpec, "- ")]
-        elif f.name == "trainer":
-            lines += ["", f"trainer: {f.metadata['help']} See help(trl.GRPOConfig)."]
-        else:
-            lines += [f"{f.name}: {_type_name(hint)} — {f.metadata['help']}"]
-    return "\n".join(lines).strip() + "\n"
+    return yaml.dump(recipe.model_dump(), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)

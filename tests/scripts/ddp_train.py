@@ -43,7 +43,7 @@ set_offline_env(TRL_EXPERIMENTAL_SILENCE="1")
 import torch  # noqa: E402
 
 from mcp_rl.pool import BlockingToolPool  # noqa: E402
-from mcp_rl.servers import parse_mcp_servers  # noqa: E402
+from mcp_rl.server_config import parse_mcp_servers  # noqa: E402
 from mcp_rl.trainer import MCPGRPOTrainer  # noqa: E402
 from mcp_rl.trajectory import Trajectory  # noqa: E402
 

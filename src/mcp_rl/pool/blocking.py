@@ -12,7 +12,7 @@ import anyio.from_thread
 
 from mcp_rl.pool.pool import ToolPool
 from mcp_rl.pool.results import ToolPoolError, ToolResult, ToolSpec
-from mcp_rl.servers import ServerConfig
+from mcp_rl.server_config import ServerConfig
 
 
 class BlockingToolPool:

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool
 
 from mcp_rl.pool.results import ToolPoolError, _describe
-from mcp_rl.servers import ServerConfig
+from mcp_rl.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
 

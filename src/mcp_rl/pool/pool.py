@@ -32,7 +32,7 @@ from mcp_rl.pool.results import (
     _describe,
     failed,
 )
-from mcp_rl.servers import ServerConfig
+from mcp_rl.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
 

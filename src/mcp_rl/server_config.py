@@ -24,6 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_rl.errors import ServerConfigError
+
+__all__ = [
+    "ServerConfig",
+    "ServerConfigError",
+    "expand_env",
+    "in_process",
+    "load_mcp_servers_file",
+    "parse_mcp_servers",
+    "parse_server",
+    "resolve_command",
+]
+
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Keys desktop clients write that say nothing about how to connect; accepted so configs paste unchanged.
 _IGNORED_KEYS = {"type", "transport", "disabled", "alwaysAllow", "autoApprove", "description", "timeout_ms"}
@@ -34,10 +47,6 @@ _OUR_KEYS = {
     "retries": ("retries", int),
     "retryLostCalls": ("retry_lost_calls", bool),
 }
-
-
-class ServerConfigError(ValueError):
-    """A server entry that cannot be used; the message names the server, the field and the fix."""
 
 
 @dataclass

@@ -1,0 +1,42 @@
+"""Runtime objects built from a recipe's configuration: its action parser and its tool pool.
+
+``mcp_rl.configs`` only describes a run; the functions here turn that description into the objects a
+rollout uses, so that reading and checking a recipe never imports the MCP client or the parsers.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from mcp_rl.configs import Recipe
+from mcp_rl.parsers import Parser, build_parser
+from mcp_rl.pool import BlockingToolPool
+
+__all__ = ["recipe_parser", "tool_pool"]
+
+
+def recipe_parser(recipe: Recipe) -> Parser:
+    """The parser ``recipe.parser`` names, built with its options.
+
+    Args:
+        recipe: A loaded recipe (see ``mcp_rl.recipe.load_recipe``), whose parser options are already checked.
+
+    Returns:
+        A fresh parser; bind it to the pool's tools before use.
+    """
+    return build_parser(recipe.parser.name, **recipe.parser.options)
+
+
+def tool_pool(recipe: Recipe, errlog: TextIO | None = None) -> BlockingToolPool:
+    """A tool pool, not yet started, over the recipe's MCP servers and observation budget.
+
+    Args:
+        recipe: A loaded recipe; its ``tools.mcpServers`` may be empty (a pool without tools).
+        errlog: Where stdio servers' stderr goes; ``None`` means this process's stderr.
+
+    Returns:
+        A ``BlockingToolPool``: call ``start()`` or use it as a context manager.
+    """
+    return BlockingToolPool(
+        recipe.server_configs(), observation_chars=recipe.tools.observation_chars, errlog=errlog
+    )
