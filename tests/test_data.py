@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from mcp_rl import data
-from mcp_rl.data import as_answer_list, load_qa, qa_from_rows, question_from_prompt
+from mcp_rl.answers import golden_list as as_answer_list
+from mcp_rl.data import load_qa, qa_from_rows, question_from_prompt
 
 SEARCH_R1_INSTRUCTION = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "

@@ -4,9 +4,9 @@ real ``BlockingToolPool``."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
-import math
 import pickle
 import re
 import textwrap
@@ -29,6 +29,7 @@ from starlette.routing import Route
 from tiny_models import tiny_llama, tiny_tokenizer
 from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
+from mcp_rl.bridge import run_sync
 from mcp_rl.pool import BlockingToolPool, ToolResult
 from mcp_rl.rewards import (
     DEFAULT_JUDGE_TEMPLATE,
@@ -38,19 +39,18 @@ from mcp_rl.rewards import (
     TransformersJudge,
     answer_retrieved,
     build_reward_functions,
-    call_reward,
     exact_match,
     exact_match_score,
     f1,
     f1_score,
     format_reward,
     golden_list,
+    is_async_reward,
     normalize_answer,
     parse_judge_score,
     render_judge_prompt,
     result_matches_answer,
     tool_use,
-    weighted_total,
 )
 from mcp_rl.server_config import parse_mcp_servers
 from mcp_rl.trajectory import CallRecord, Trajectory, Turn
@@ -305,7 +305,7 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
     return key
 
 
-def test_judge_over_http_end_to_end(endpoint, api_key, caplog):
+async def test_judge_over_http_end_to_end(endpoint, api_key, caplog):
     caplog.set_level(logging.DEBUG)
     endpoint.delay_s = 0.1
     endpoint.expected_key = api_key
@@ -314,7 +314,7 @@ def test_judge_over_http_end_to_end(endpoint, api_key, caplog):
     answers = ["Paris", "the paris", "Lyon", None, "eight", "gibberish", *["Paris", "Rome"] * 4]
     golds = [["Paris", "City of Light"]] * len(answers)
     metrics: dict[str, float] = {}
-    scores = reward(
+    scores = await reward(
         prompts=["q"] * len(answers),
         completions=["c"] * len(answers),
         trajectories=[trajectory(a, question="Capital of France?") for a in answers],
@@ -340,30 +340,30 @@ def test_judge_retries_a_server_error(endpoint, caplog):
     endpoint.fail_next = 1
     judge = OpenAIJudge(endpoint.url, "tiny-judge", retries=2)
     judge.backoff_s = 0.01
-    scores = call_reward(
-        JudgeReward(judge, JUDGE_TEMPLATE), trajectories=[trajectory("Paris")], golden_answers=["Paris"]
-    )
+    # A synchronous caller (our eval) awaits the async judge through the one bridge.
+    reward = JudgeReward(judge, JUDGE_TEMPLATE)
+    scores = run_sync(functools.partial(reward, trajectories=[trajectory("Paris")], golden_answers=["Paris"]))
     assert scores == [1.0]
     assert endpoint.requests == 2
     assert "HTTP 500" in caplog.text  # the retry is logged (at debug level)
 
 
-def test_judge_timeout_and_rejection_give_none_without_leaking_the_key(endpoint, api_key, caplog):
+async def test_judge_timeout_and_rejection_give_none_without_leaking_the_key(endpoint, api_key, caplog):
     caplog.set_level(logging.DEBUG)
     judge = OpenAIJudge(endpoint.url, "tiny-judge", api_key_env=KEY_ENV, timeout_s=0.3, retries=1)
     judge.backoff_s = 0.01
     reward = JudgeReward(judge, JUDGE_TEMPLATE)
     started = time.monotonic()
-    assert reward(trajectories=[trajectory("slow"), trajectory("Paris")], golden_answers=[["Paris"]] * 2) == [
-        None,
-        1.0,
-    ]
+    scores = await reward(
+        trajectories=[trajectory("slow"), trajectory("Paris")], golden_answers=[["Paris"]] * 2
+    )
+    assert scores == [None, 1.0]
     assert time.monotonic() - started < 2.5
     assert endpoint.requests == 3  # the slow one was tried twice
     assert reward.counts["failed"] == 1 and "1 of 2 requests failed (timeout x1)" in caplog.text
     # The endpoint rejects the key and echoes it back in its error body: our log line must redact it.
     endpoint.expected_key = "something-else"
-    assert reward(trajectories=[trajectory("Paris")], golden_answers=[["Paris"]]) == [None]
+    assert await reward(trajectories=[trajectory("Paris")], golden_answers=[["Paris"]]) == [None]
     assert endpoint.requests == 4  # a 401 is not retried
     assert "HTTP 401" in caplog.text and "bad credentials: Bearer ***" in caplog.text
     assert api_key not in caplog.text
@@ -375,12 +375,14 @@ def test_openai_judge_requires_its_key_variable(monkeypatch):
         OpenAIJudge("http://127.0.0.1:9/v1", "m", api_key_env=KEY_ENV)
 
 
-def test_transformers_judge_with_the_tiny_model(tiny_lm):
+async def test_transformers_judge_with_the_tiny_model(tiny_lm):
     model, tokenizer = tiny_lm
     judge = TransformersJudge(model, tokenizer, max_new_tokens=4)
-    replies = judge.complete_many(["Is Paris right?", "A much longer prompt about the capital of Germany."])
+    replies = await judge.complete_many(
+        ["Is Paris right?", "A much longer prompt about the capital of Germany."]
+    )
     assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
-    scores = JudgeReward(judge)(
+    scores = await JudgeReward(judge)(
         trajectories=[trajectory("Paris"), trajectory("Lyon")], golden_answers=[["Paris"]] * 2
     )
     assert len(scores) == 2 and all(s is None or 0.0 <= s <= 1.0 for s in scores)
@@ -454,7 +456,7 @@ def test_calculator_verifies_arithmetic_answers(tool_pool):
     assert verify(trajectories=samples, question=questions) == [1.0, 0.0, 1.0, 1.0, 1.0, None]
 
 
-# -- building from specs, sync and async, totals -------------------------------------------------------------
+# -- building from specs, sync and async -------------------------------------------------------------
 USER_MODULE = """
 async def async_bonus(*, trajectories, bonus=0.0, **kwargs):
     return [bonus + (t.answer is not None) for t in trajectories]
@@ -465,6 +467,13 @@ def length_penalty(*, trajectories, **kwargs):
 def arguments(trajectory, row):
     return {"text": trajectory.answer or ""}
 """
+
+
+def score_synchronously(function: Any, batch: dict[str, Any]) -> list[float | None]:
+    """A reward's scores from synchronous code, as our eval gets them: async rewards through the bridge."""
+    if is_async_reward(function):
+        return run_sync(functools.partial(function, **batch))
+    return function(**batch)
 
 
 def test_build_reward_functions_with_every_name(endpoint, tool_pool, tiny_lm, tmp_path, monkeypatch):
@@ -508,10 +517,10 @@ def test_build_reward_functions_with_every_name(endpoint, tool_pool, tiny_lm, tm
         "length_penalty",
     ]
     assert weights == [1.0, 0.3, 0.5, 0.1, 1.0, 0.0, 1.0, 1.0, 1.0, 2.0]
-    # TRL's own test for async rewards (it gathers those on its loop): only the async user function is one.
+    # TRL's own test for async rewards (it gathers those on its loop): the judges and the async user function.
     assert [
         inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__) for fn in functions
-    ] == [False] * 8 + [True, False]
+    ] == [False] * 4 + [True, True] + [False] * 2 + [True, False]
 
     samples = [
         trajectory(
@@ -532,7 +541,7 @@ def test_build_reward_functions_with_every_name(endpoint, tool_pool, tiny_lm, tm
         "log_extra": lambda column, values: None,
         "log_metric": lambda name, value: None,
     }
-    scores = {fn.__name__: call_reward(fn, **batch) for fn in functions}
+    scores = {fn.__name__: score_synchronously(fn, batch) for fn in functions}
     assert scores["exact_match"] == scores["f1"] == [1.0, 0.0, 0.0]
     assert scores["format"] == [1.0, 0.25, 0.0]
     assert scores["tool_use"] == [1.0, 0.0, 0.0]
@@ -542,8 +551,6 @@ def test_build_reward_functions_with_every_name(endpoint, tool_pool, tiny_lm, tm
     assert scores["echo_ok"] == [0.0, 0.0, 0.0]  # "Paris" is not a "true" verdict
     assert scores["async_bonus"] == [2.0, 2.0, 1.0]
     assert scores["length_penalty"] == [pytest.approx(-0.05), pytest.approx(-0.04), 0.0]
-    totals = weighted_total(scores, weights)
-    assert totals[0] == pytest.approx(1 + 0.3 + 0.5 + 0.1 + 1 + 1 + 0 + 2 - 0.1)
     # Bound rewards are plain objects: they pickle (TRL's supported reward forms do).
     assert pickle.loads(pickle.dumps(functions[2])).__name__ == "format"
 
@@ -561,25 +568,3 @@ def test_build_reward_functions_errors():
         build_reward_functions([{"name": "judge", "model": "m"}])
     with pytest.raises(ValueError, match="cannot import"):
         build_reward_functions(["no_such_module_xyz:reward"])
-
-
-async def test_call_reward_inside_a_running_event_loop():
-    async def answered(*, trajectories, **kwargs):
-        await anyio.sleep(0)
-        return [float(t.answer is not None) for t in trajectories]
-
-    # Our eval may already run an event loop; awaiting happens on a fresh loop in a helper thread.
-    assert call_reward(answered, trajectories=[trajectory("a"), trajectory(None)], trainer_state=None) == [
-        1.0,
-        0.0,
-    ]
-
-
-def test_weighted_total():
-    scores = {"a": [1.0, None, 0.5], "b": [math.nan, 2.0, 1.0]}
-    assert weighted_total(scores, [1.0, 0.5]) == [1.0, 1.0, 1.0]
-    assert weighted_total(scores, {"b": 2.0}) == [1.0, 4.0, 2.5]  # a missing weight is TRL's default, 1
-    with pytest.raises(ValueError, match="1 weights for 2 rewards"):
-        weighted_total(scores, [1.0])
-    with pytest.raises(ValueError, match="different numbers of samples"):
-        weighted_total({"a": [1.0], "b": [1.0, 2.0]}, [1.0, 1.0])

@@ -24,6 +24,7 @@ from typing import Any
 import datasets
 import pyarrow.parquet as pq
 
+from mcp_rl.answers import ANSWER_COLUMNS, golden_list
 from mcp_rl.datasets import available_datasets, builtin_dataset_dir
 from mcp_rl.errors import DataError
 
@@ -33,8 +34,6 @@ SEARCH_R1_FORMAT = (
     '"reward_model": {"style", "ground_truth": {"target": [answers]}}, "extra_info": {"split", "index"}}'
 )
 QUESTION_MARKER = "Question:"
-# FlashRAG uses golden_answers; other common QA sets (nq_open, TriviaQA exports) use these names.
-_ANSWER_ALIASES = ("golden_answers", "answers", "answer")
 _SEARCH_R1_DROPPED = ("prompt", "reward_model", "extra_info")
 
 
@@ -75,19 +74,6 @@ def question_from_prompt(content: str) -> str:
     if cut < 0:
         return content.strip()
     return content[cut + len(QUESTION_MARKER) :].strip()
-
-
-def as_answer_list(value: Any) -> list[str]:
-    """Golden answers as a list of strings, whether given as a str, list, tuple or numpy array."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if hasattr(value, "tolist"):  # numpy arrays (pandas reads parquet list columns as ndarrays)
-        value = value.tolist()
-    if isinstance(value, Iterable) and not isinstance(value, Mapping):
-        return [str(v) for v in value if v is not None]
-    return [str(value)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -197,7 +183,7 @@ def _from_flashrag(row: Mapping[str, Any], i: int, origin: str, split: str) -> d
             f"{origin}: row {i} has no 'question' column (columns: {sorted(row)}); expected the FlashRAG "
             f"format {FLASHRAG_FORMAT} or the Search-R1 parquet format {SEARCH_R1_FORMAT}"
         )
-    key = next((k for k in _ANSWER_ALIASES if k in row), None)
+    key = next((k for k in ANSWER_COLUMNS if k in row), None)
     if key is None:
         raise ValueError(
             f"{origin}: row {i} has no 'golden_answers' column (columns: {sorted(row)}); "
@@ -209,7 +195,7 @@ def _from_flashrag(row: Mapping[str, Any], i: int, origin: str, split: str) -> d
         "question": str(row["question"]).strip(),
         "golden_answers": _checked_answers(row[key], rid, origin),
     }
-    out.update((k, v) for k, v in row.items() if k not in out and k not in _ANSWER_ALIASES)
+    out.update((k, v) for k, v in row.items() if k not in out and k not in ANSWER_COLUMNS)
     return out
 
 
@@ -246,7 +232,10 @@ def _from_search_r1(row: Mapping[str, Any], i: int, origin: str, split: str) -> 
 
 
 def _checked_answers(value: Any, rid: str, origin: str) -> list[str]:
-    answers = [a.strip() for a in as_answer_list(value) if a.strip()]
+    try:
+        answers = [a.strip() for a in golden_list(value) if a.strip()]
+    except ValueError as err:  # a dict without an answer key: say which question
+        raise ValueError(f"{origin}: question {rid!r}: {err}") from err
     if not answers:
         # An exact-match reward against no answers is always 0: better to stop here than train on noise.
         raise ValueError(f"{origin}: question {rid!r} has no golden answers")

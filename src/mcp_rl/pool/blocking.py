@@ -1,15 +1,17 @@
-"""``BlockingToolPool``: the synchronous facade that runs a ``ToolPool`` on a background event loop (an
-anyio blocking portal) for synchronous callers such as the trainer, the CLI and reward functions.
+"""``BlockingToolPool``: the synchronous facade that runs a ``ToolPool`` on the process's one background
+event loop (``mcp_rl.bridge``) for synchronous callers such as the trainer, the CLI and reward functions.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 import anyio.from_thread
 
+from mcp_rl import bridge
 from mcp_rl.pool.pool import ToolPool
 from mcp_rl.pool.results import ToolPoolError, ToolResult, ToolSpec
 from mcp_rl.server_config import ServerConfig
@@ -29,9 +31,9 @@ class BlockingToolPool:
         self.portal: anyio.from_thread.BlockingPortal | None = None
 
     def _open_portal(self) -> AbstractContextManager[anyio.from_thread.BlockingPortal]:
-        """The portal (a background event loop) the pool runs on, as a context manager that ``start``
-        enters and ``close`` leaves; override to run the pool on another loop."""
-        return anyio.from_thread.start_blocking_portal()
+        """The portal the pool runs on, as a context manager that ``start`` enters and ``close`` leaves:
+        the shared bridge loop, which outlives the pool (so leaving it stops nothing)."""
+        return contextlib.nullcontext(bridge.portal())
 
     def start(self) -> BlockingToolPool:
         self._portal_cm = self._open_portal()

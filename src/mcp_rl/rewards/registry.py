@@ -1,0 +1,279 @@
+"""Rewards by name: the built-in rewards, and recipe specs → TRL's ``reward_funcs`` and ``reward_weights``.
+
+Every reward is a callable TRL's ``GRPOTrainer`` takes as is: called with keyword arguments (``prompts``,
+``completions``, ``completion_ids``, every dataset column such as ``golden_answers``, ``trainer_state``,
+``log_extra``, ``log_metric``, and ``trajectories`` from our trainer), it returns one ``float | None`` per
+sample, or an awaitable of that list; ``None`` tells TRL to skip this reward for that sample. Its ``__name__``
+is what TRL logs under ``rewards/<name>/mean``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from mcp_rl.rewards.judge import (
+    DEFAULT_JUDGE_TEMPLATE,
+    JudgeBackend,
+    JudgeReward,
+    OpenAIJudge,
+    TransformersJudge,
+)
+from mcp_rl.rewards.rules import answer_retrieved, exact_match, f1, format_reward, tool_use
+from mcp_rl.rewards.tool_verify import (
+    ToolVerificationReward,
+    result_matches_answer,
+    result_matches_golden,
+    tool_says_true,
+)
+
+RewardFunction = Callable[..., Any]  # returns list[float | None], or an awaitable of it
+
+
+def is_async_reward(function: RewardFunction) -> bool:
+    """Whether calling ``function`` gives a coroutine: an ``async def``, or an object with async ``__call__``.
+
+    TRL's own test: it awaits such rewards on its event loop, concurrently, and calls the others directly.
+    """
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__)
+
+
+class _BoundReward:
+    """A reward with fixed keyword options and its own display name (a class, not a closure: it pickles)."""
+
+    def __init__(self, function: RewardFunction, name: str, options: Mapping[str, Any]) -> None:
+        self.function = function
+        self.options = dict(options)
+        self.__name__ = name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__name__!r}, options={sorted(self.options)})"
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self.function(**{**kwargs, **self.options})
+
+
+class _AsyncBoundReward(_BoundReward):
+    """The same for an async reward, kept async so TRL gathers it with the others on its event loop."""
+
+    async def __call__(self, **kwargs: Any) -> Any:
+        return await self.function(**{**kwargs, **self.options})
+
+
+def bind_reward(
+    function: RewardFunction, name: str, options: Mapping[str, Any] | None = None
+) -> RewardFunction:
+    """``function`` under ``name`` with keyword ``options`` fixed; async stays async (TRL's test for it)."""
+    return (_AsyncBoundReward if is_async_reward(function) else _BoundReward)(function, name, options or {})
+
+
+def import_object(path: str) -> Any:
+    """``package.module:attribute`` → the attribute (dots after the colon walk into it)."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected 'package.module:function', got {path!r}")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"cannot import {path!r}: {error}") from error
+    return target
+
+
+class _Options:
+    """A spec's options, taken one by one; whatever is left at the end is a mistake worth reporting."""
+
+    def __init__(self, reward: str, options: Mapping[str, Any]) -> None:
+        self.reward, self.left, self.known = reward, dict(options), ["label"]
+
+    def take(self, key: str, default: Any = None, *, required: bool = False) -> Any:
+        self.known.append(key)
+        if required and self.left.get(key) is None:
+            raise ValueError(f"reward {self.reward!r} needs the option {key!r}")
+        return self.left.pop(key, default)
+
+    def done(self) -> None:
+        self.left.pop("label", None)
+        if self.left:
+            raise ValueError(
+                f"unknown option(s) {sorted(self.left)} for reward {self.reward!r}; "
+                f"known: {', '.join(sorted(set(self.known)))}"
+            )
+
+
+def _build_format(options: _Options, pool: Any) -> RewardFunction:
+    return bind_reward(
+        format_reward, "format", {"partial_credit": float(options.take("partial_credit", 0.5))}
+    )
+
+
+def _judge_backend(options: _Options) -> JudgeBackend:
+    backend = options.take("backend", "openai")
+    if backend == "openai":
+        return OpenAIJudge(
+            base_url=options.take("base_url", required=True),
+            model=options.take("model", required=True),
+            api_key_env=options.take("api_key_env"),
+            max_concurrency=int(options.take("max_concurrency", 8)),
+            timeout_s=float(options.take("timeout_s", 30.0)),
+            retries=int(options.take("retries", 2)),
+            max_tokens=int(options.take("max_tokens", 64)),
+            temperature=float(options.take("temperature", 0.0)),
+            system_prompt=options.take("system_prompt"),
+        )
+    if backend == "transformers":
+        model, tokenizer = options.take("model", required=True), options.take("tokenizer")
+        if isinstance(model, str):
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer if isinstance(tokenizer, str) else model)
+            model = AutoModelForCausalLM.from_pretrained(model)
+        elif tokenizer is None:
+            raise ValueError("reward 'judge': a model object needs the option 'tokenizer' too")
+        return TransformersJudge(
+            model,
+            tokenizer,
+            max_new_tokens=int(options.take("max_new_tokens", 16)),
+            batch_size=int(options.take("batch_size", 8)),
+            system_prompt=options.take("system_prompt"),
+        )
+    raise ValueError(f"reward 'judge': unknown backend {backend!r}; known: openai, transformers")
+
+
+def _build_judge(options: _Options, pool: Any) -> RewardFunction:
+    template = options.take("template", DEFAULT_JUDGE_TEMPLATE)
+    max_score = float(options.take("max_score", 10.0))
+    return JudgeReward(_judge_backend(options), template, max_score=max_score)
+
+
+_EXPECTATIONS: dict[str, Callable[..., float | None]] = {
+    "true": tool_says_true,
+    "answer": result_matches_answer,
+    "golden": result_matches_golden,
+}
+
+
+def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
+    if pool is None:
+        raise ValueError(
+            "reward 'tool_verify' calls an MCP tool: pass the tool pool to build_reward_functions"
+        )
+    tool = options.take("tool", required=True)
+    arguments = options.take("arguments", required=True)
+    if isinstance(arguments, str):  # "package.module:function" building the arguments
+        arguments = import_object(arguments)
+    expect, score = options.take("expect", "true"), options.take("score")
+    if score is not None:
+        score = import_object(score) if isinstance(score, str) else score
+    elif expect in _EXPECTATIONS:
+        score = _EXPECTATIONS[expect]
+    else:
+        raise ValueError(
+            f"reward 'tool_verify': expect must be one of {sorted(_EXPECTATIONS)}, got {expect!r}"
+        )
+    timeout_s = options.take("timeout_s")
+    return ToolVerificationReward(pool, tool, arguments, score, timeout_s=timeout_s)
+
+
+def _no_options(function: RewardFunction) -> Callable[[_Options, Any], RewardFunction]:
+    return lambda options, pool: function
+
+
+BUILTIN_REWARDS: dict[str, Callable[[_Options, Any], RewardFunction]] = {
+    "exact_match": _no_options(exact_match),
+    "f1": _no_options(f1),
+    "format": _build_format,
+    "tool_use": _no_options(tool_use),
+    "answer_retrieved": _no_options(answer_retrieved),
+    "judge": _build_judge,
+    "tool_verify": _build_tool_verify,
+}
+
+
+def _read_spec(spec: Any) -> tuple[str, float, dict[str, Any]]:
+    """A spec → (name, weight, options): a name, a mapping (options nested or inline), or an object."""
+    if isinstance(spec, str):
+        return spec, 1.0, {}
+    if isinstance(spec, Mapping):
+        if "name" not in spec:
+            raise ValueError(f"a reward spec needs a 'name', got {dict(spec)}")
+        inline = {key: value for key, value in spec.items() if key not in ("name", "weight", "options")}
+        options = {**dict(spec.get("options") or {}), **inline}
+        weight = spec.get("weight")
+        return str(spec["name"]), 1.0 if weight is None else float(weight), options
+    weight = getattr(spec, "weight", None)
+    return (
+        str(spec.name),
+        1.0 if weight is None else float(weight),
+        dict(getattr(spec, "options", None) or {}),
+    )
+
+
+def _build_one(name: str, options: Mapping[str, Any], pool: Any) -> RewardFunction:
+    if name in BUILTIN_REWARDS:
+        taken = _Options(name, options)
+        function = BUILTIN_REWARDS[name](taken, pool)
+        taken.done()
+        return function
+    if ":" in name:
+        function = import_object(name)
+        if not callable(function):
+            raise ValueError(f"reward {name!r} is not callable")
+        extra = {key: value for key, value in options.items() if key != "label"}
+        return (
+            bind_reward(function, getattr(function, "__name__", name.rpartition(":")[2]), extra)
+            if extra
+            else function
+        )
+    raise ValueError(
+        f"unknown reward {name!r}; known: {', '.join(sorted(BUILTIN_REWARDS))}, "
+        "or 'package.module:function' for your own"
+    )
+
+
+def _renamed(function: RewardFunction, name: str) -> RewardFunction:
+    if getattr(function, "__name__", None) == name:
+        return function
+    if isinstance(function, JudgeReward | ToolVerificationReward | _BoundReward):
+        function.__name__ = name  # our own objects: rename in place, keeping `counts` reachable
+        return function
+    return bind_reward(function, name)  # never rename a user's function itself
+
+
+def build_reward_functions(
+    specs: Sequence[Mapping[str, Any] | Any], pool: Any = None
+) -> tuple[list[RewardFunction], list[float]]:
+    """Recipe specs → (reward functions, weights) for ``GRPOTrainer(reward_funcs=...)`` and
+    ``GRPOConfig(reward_weights=...)``.
+
+    A spec is a name, a mapping ``{"name", "weight", "options"}`` (options may also sit inline), or an
+    object with ``.name``/``.weight``/``.options``. The option ``label`` renames a reward in the logs;
+    display names are made unique (``judge``, ``judge_2``) so TRL's per-reward metrics never collide.
+    """
+    functions: list[RewardFunction] = []
+    weights: list[float] = []
+    used: Counter[str] = Counter()
+    for spec in specs:
+        name, weight, options = _read_spec(spec)
+        function = _build_one(name, options, pool)
+        label = str(options.get("label") or getattr(function, "__name__", name))
+        used[label] += 1
+        if used[label] > 1:
+            label = f"{label}_{used[label]}"
+        functions.append(_renamed(function, label))
+        weights.append(weight)
+    return functions, weights
+
+
+__all__ = [
+    "BUILTIN_REWARDS",
+    "RewardFunction",
+    "bind_reward",
+    "build_reward_functions",
+    "import_object",
+    "is_async_reward",
+]

@@ -1,0 +1,187 @@
+"""Rewards verified by calling an MCP tool: the tool (a calculator, a checker, a runner) grades the answer.
+
+Calls go through the trainer's own ``BlockingToolPool``, so they share its server connections; a batch's calls
+go out together as one concurrent ``call_many``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from mcp_rl.pool import FailureKind, ToolResult
+from mcp_rl.rewards.answers import exact_match_score, row_golds
+from mcp_rl.rewards.samples import sample_question, sample_rows, sample_trajectories
+from mcp_rl.trajectory import Trajectory
+
+ArgumentsSpec = Callable[[Trajectory, dict[str, Any]], Mapping[str, Any] | None] | Mapping[str, Any]
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_TRUE_WORDS = frozenset({"true", "1", "1.0", "yes", "correct", "pass", "passed", "ok", "valid"})
+_VERDICT_KEYS = ("correct", "result", "verdict", "passed", "valid", "ok")
+
+
+def fill_template(template: Any, values: Mapping[str, str]) -> Any:
+    """Replace ``{name}`` in every string of a (nested) arguments template; unknown names stay as written."""
+    if isinstance(template, str):
+        return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+    if isinstance(template, Mapping):
+        return {key: fill_template(value, values) for key, value in template.items()}
+    if isinstance(template, list | tuple):
+        return [fill_template(value, values) for value in template]
+    return template
+
+
+def _mentions(template: Any, placeholder: str) -> bool:
+    if isinstance(template, str):
+        return placeholder in template
+    if isinstance(template, Mapping):
+        return any(_mentions(value, placeholder) for value in template.values())
+    return isinstance(template, list | tuple) and any(_mentions(value, placeholder) for value in template)
+
+
+def tool_says_true(result: ToolResult, trajectory: Trajectory | None = None) -> float:
+    """The default verdict: 1.0 if the tool answered true / 1 / yes / "correct", else 0.0."""
+    value = result.structured
+    if isinstance(value, Mapping):
+        # MCP servers wrap a bare return value as {"result": value}; verifiers may name their verdict.
+        key = next((k for k in _VERDICT_KEYS if k in value), None)
+        value = value[key] if key else (next(iter(value.values())) if len(value) == 1 else None)
+    if value is None or isinstance(value, Mapping | list):
+        value = result.text
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value == 1)
+    return float(str(value).strip().strip(".!\"'").lower() in _TRUE_WORDS)
+
+
+def _same_number(left: str, right: str) -> bool:
+    try:
+        return Fraction(left.strip()) == Fraction(right.strip())
+    except (ValueError, ZeroDivisionError):
+        return False
+
+
+def _same_value(tool_text: str, expected: str | None) -> bool:
+    if expected is None:
+        return False
+    # A calculator may give both forms ("1/3 ≈ 0.3333333333"): either one matching is a match.
+    candidates = [tool_text, *tool_text.split("≈")]
+    return any(exact_match_score(c, [expected]) or _same_number(c, expected) for c in candidates)
+
+
+def result_matches_answer(result: ToolResult, trajectory: Trajectory) -> float:
+    """1.0 if the tool's result equals the model's answer (as text after normalisation, or as a number)."""
+    return float(_same_value(result.text, trajectory.answer))
+
+
+def result_matches_golden(result: ToolResult, trajectory: Trajectory, row: Mapping[str, Any]) -> float:
+    """1.0 if the tool's result equals one of the sample's golden answers."""
+    return float(any(_same_value(result.text, gold) for gold in row_golds(row)))
+
+
+def _takes_row(function: Callable[..., Any]) -> bool:
+    """Whether a score function accepts a third positional argument, the sample's dataset row."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
+
+
+class ToolVerificationReward:
+    """Score each sample by calling an MCP tool through the trainer's own ``BlockingToolPool``.
+
+    ``arguments`` is either a function ``(trajectory, row) -> dict`` (return None to skip the call and score
+    0.0) or a dict template whose strings may say ``{answer}`` (the model's answer), ``{question}``,
+    ``{golden}`` (the first golden answer) or ``{<column>}``. A template that needs ``{answer}`` on a sample
+    without one scores 0.0 without a call. All calls of a batch go out as one concurrent ``call_many``.
+
+    ``score(result, trajectory[, row])`` maps a successful result to a reward (default: ``tool_says_true``).
+    A failed call gives None (TRL skips it) and is counted; an unknown tool is a configuration error.
+    """
+
+    def __init__(
+        self,
+        pool: Any,
+        tool: str,
+        arguments: ArgumentsSpec,
+        score: Callable[..., float | None] | None = None,
+        *,
+        name: str = "tool_verify",
+        timeout_s: float | None = None,
+    ) -> None:
+        self.pool = pool
+        self.tool = tool
+        self.arguments = arguments
+        self.score = score or tool_says_true
+        self._score_takes_row = _takes_row(self.score)
+        self.timeout_s = timeout_s
+        self.__name__ = name
+        self.counts: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        return f"ToolVerificationReward(name={self.__name__!r}, tool={self.tool!r})"
+
+    def _arguments_for(self, trajectory: Trajectory, row: dict[str, Any]) -> dict[str, Any] | None:
+        if callable(self.arguments):
+            arguments = self.arguments(trajectory, row)
+            return None if arguments is None else dict(arguments)
+        if trajectory.answer is None and _mentions(self.arguments, "{answer}"):
+            return None
+        golds = row_golds(row)
+        values = {name: str(value) for name, value in row.items() if isinstance(value, str | int | float)}
+        values.update(
+            answer=trajectory.answer or "",
+            question=sample_question(row, trajectory),
+            golden=golds[0] if golds else "",
+        )
+        return fill_template(self.arguments, values)
+
+    def _score_one(self, result: ToolResult, trajectory: Trajectory, row: dict[str, Any]) -> float | None:
+        if result.failure is FailureKind.UNKNOWN_TOOL:
+            raise ValueError(f"reward {self.__name__!r}: {result.text}")
+        if not result.ok:
+            self.counts["failed"] += 1
+            return None
+        value = (
+            self.score(result, trajectory, row) if self._score_takes_row else self.score(result, trajectory)
+        )
+        return None if value is None else float(value)
+
+    def __call__(
+        self,
+        *,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] | None = None,
+        trajectories: Sequence[Trajectory] | None = None,
+        log_metric: Callable[[str, float], None] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        samples = sample_trajectories(trajectories, prompts, completions)
+        rows = sample_rows(len(samples), kwargs, prompts)
+        plans = [self._arguments_for(sample, row) for sample, row in zip(samples, rows, strict=True)]
+        called = [i for i, arguments in enumerate(plans) if arguments is not None]
+        results = self.pool.call_many([(self.tool, plans[i]) for i in called], timeout_s=self.timeout_s)
+        scores: list[float | None] = [0.0] * len(samples)
+        for i, result in zip(called, results, strict=True):
+            scores[i] = self._score_one(result, samples[i], rows[i])
+        self.counts["calls"] += len(called)
+        if log_metric is not None and called:
+            log_metric(f"{self.__name__}/failed_frac", sum(not r.ok for r in results) / len(called))
+        return scores
+
+
+__all__ = [
+    "ArgumentsSpec",
+    "ToolVerificationReward",
+    "fill_template",
+    "result_matches_answer",
+    "result_matches_golden",
+    "tool_says_true",
+]
