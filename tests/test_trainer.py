@@ -54,3 +54,28 @@ def test_two_grpo_steps_with_real_tool_calls(searching_tiny_model, search_entry,
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert changed, "no parameter changed"
     assert not any(pid_alive(pid) for pid in server_pids), "the tool server outlived training"
+
+
+def test_a_steps_tool_counters_include_its_verification_calls(searching_tiny_model, search_entry, tmp_path):
+    """Rewards that call the tools are counted in the same step as the rollout's calls (the counters are
+    read and reset only once every reward function has scored the batch)."""
+    model, tokenizer = searching_tiny_model
+    pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
+
+    def verified(trajectories, **_):
+        results = pool.call_many([("search", {"query": "fox"})] * len(trajectories))
+        return [float(result.ok) for result in results]
+
+    kwargs = searching_trainer_kwargs(copy.deepcopy(model), tokenizer, pool)
+    trainer = MCPGRPOTrainer(
+        args=tiny_grpo_config(tmp_path / "out"),
+        train_dataset=tiny_dataset(2),
+        **{**kwargs, "reward_funcs": [*kwargs["reward_funcs"], verified]},
+    )
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert len(logs) == 2
+    for entry in logs:
+        assert entry["rewards/verified/mean"] == 1.0
+        rollout_calls = round(entry["rollout/calls_per_trajectory"] * 4)
+        assert entry["tools/search/calls"] == rollout_calls + 4, "4 verification calls a step, same step"
