@@ -142,11 +142,11 @@ def train_top_layers(model: Any, n: int) -> int:
     decoder = model.get_decoder()
     layers = getattr(decoder, "layers", None)
     if layers is None:
-        raise ValueError(
+        raise ConfigError(
             f"model.train_top_layers: {type(model).__name__} has no decoder `.layers` to pick from"
         )
     if n > len(layers):
-        raise ValueError(f"model.train_top_layers: the model has {len(layers)} layers, got {n}")
+        raise ConfigError(f"model.train_top_layers: the model has {len(layers)} layers, got {n}")
     model.requires_grad_(False)
     for layer in layers[len(layers) - n :]:
         layer.requires_grad_(True)
