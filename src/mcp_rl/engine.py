@@ -16,7 +16,7 @@ from typing import Any
 from mcp_rl.configs import RolloutConfig
 from mcp_rl.generation import Generation, Generator, SamplingParams
 from mcp_rl.parsers import ParsedTurn, ParseError, Parser, ToolCall
-from mcp_rl.pool import BlockingToolPool, FailureKind, ToolResult, failed
+from mcp_rl.pool import BlockingToolPool, EpisodeTools, FailureKind, ToolResult, failed
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.trajectory import CallRecord, Trajectory, Turn
 
@@ -93,7 +93,7 @@ class RolloutEngine:
         return trajectories
 
     def start(self, prompts: Sequence[Sequence[Mapping[str, Any]]], num_generations: int) -> list[Trajectory]:
-        trajectories = []
+        trajectories: list[Trajectory] = []
         encoded: dict[str, list[int]] = {}  # TRL hands each prompt over repeated once per generation
         for index, messages in enumerate(prompts):
             key = json.dumps(messages, sort_keys=True, default=str)
@@ -106,6 +106,10 @@ class RolloutEngine:
                         prompt_ids=list(prompt_ids),
                     )
                 )
+        if self.pool is not None:  # each episode's tools: its own per-episode server instances, if any
+            opened = self.pool.open_episodes(len(trajectories))
+            for trajectory, tools in zip(trajectories, opened, strict=True):
+                trajectory.tools = tools
         return trajectories
 
     def sampling(self, greedy: bool) -> SamplingParams:
@@ -168,7 +172,7 @@ class RolloutEngine:
         calls = [
             (t, call) for t, parsed in zip(active, pending, strict=True) if parsed for call in parsed.calls
         ]
-        results = self.invoke([call for _, call in calls])
+        results = self.invoke([call for _, call in calls], [t.tools for t, _ in calls])
         by_trajectory: dict[int, list[ToolResult]] = {}
         for (trajectory, _), result in zip(calls, results, strict=True):
             by_trajectory.setdefault(id(trajectory), []).append(result)
@@ -176,7 +180,10 @@ class RolloutEngine:
             if parsed is not None:
                 self.observe(trajectory, parsed, by_trajectory.get(id(trajectory), []))
 
-    def invoke(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+    def invoke(
+        self, calls: Sequence[ToolCall], tools: Sequence[EpisodeTools | None] = ()
+    ) -> list[ToolResult]:
+        """Every call at once; call ``i`` goes to ``tools[i]``'s per-episode instances where it has them."""
         if not calls:
             return []
         if self.pool is None:
@@ -184,7 +191,8 @@ class RolloutEngine:
                 failed(c.name, c.arguments, FailureKind.UNKNOWN_TOOL, "no tools are configured")
                 for c in calls
             ]
-        return self.pool.call_many([(call.name, call.arguments) for call in calls])
+        episodes = [t.episode if t is not None else None for t in tools] if tools else None
+        return self.pool.call_many([(call.name, call.arguments) for call in calls], episodes=episodes)
 
     def observe(self, trajectory: Trajectory, parsed: ParsedTurn, results: Sequence[ToolResult]) -> None:
         """Write the turn's observation back as tokens with mask 0, within the budgets."""

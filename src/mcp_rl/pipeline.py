@@ -111,6 +111,11 @@ class RolloutPipeline:
         """One episode per dataset row (``engine.rollout`` takes message lists, several samples each)."""
         return self.engine.rollout([self.messages(row) for row in rows], greedy=greedy)
 
+    def release(self, trajectories: Sequence[Trajectory]) -> None:
+        """Stop the episodes' per-episode server instances once their rewards are computed (idempotent)."""
+        if self.pool is not None:
+            self.pool.close_episodes([t.tools for t in trajectories])
+
     def tool_metrics(self, reset: bool = False) -> dict[str, float]:
         """The pool's counters (calls, failures by kind, latency, reconnects); {} without tools."""
         return self.pool.metrics(reset=reset) if self.pool is not None else {}

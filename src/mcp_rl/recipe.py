@@ -51,7 +51,8 @@ __all__ = [
 ]
 
 # Dotted only: an undotted ${VAR} is an environment variable, expanded by server_config.py when servers start.
-_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\}")
+# ${episode.*} is not a recipe field: the tool pool fills it in for each per-episode server instance.
+_REFERENCE = re.compile(r"\$\{(?!episode\.)([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\}")
 _YAML_SUFFIXES = (".yaml", ".yml")
 _CHAT_ROLES = ("system", "user", "assistant", "tool")
 _SIMPLE_TYPES = (int, float, bool, str, type(None))

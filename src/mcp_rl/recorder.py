@@ -5,9 +5,10 @@ arguments (our ``trajectories``, every dataset column, ``trainer_state``, ``log_
 function of a batch has returned, the recorder has the episodes, the rows and every function's scores
 together, and only then
 
-- appends one trace line per episode (the episode, its score per function, its dataset row), and
+- appends one trace line per episode (the episode, its score per function, its dataset row),
 - logs the batch's rollout numbers and the tool pool's counters through TRL's ``log_metric``, resetting
-  the counters: a step's ``tools/*`` numbers include the calls its tool-verifying rewards made.
+  the counters: a step's ``tools/*`` numbers include the calls its tool-verifying rewards made, and
+- stops the episodes' per-episode server instances, which the rewards could query until then.
 
 So nothing travels between two private trainer methods, and the scores in a trace are exactly the ones
 the loss used.
@@ -123,6 +124,7 @@ class EpisodeRecorder:
         log_metric = kwargs.get("log_metric")
         if log_metric is not None:
             self.log_metrics(batch.trajectories, log_metric)
+        self.pipeline.release(batch.trajectories)  # every reward has seen the state the episodes left
 
     # -- what is recorded -----------------------------------------------------------------------------
     def write_traces(self, batch: _Batch, rows: Sequence[Mapping[str, Any]], step: int) -> None:

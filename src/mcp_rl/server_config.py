@@ -8,7 +8,8 @@ Accepts the JSON shape MCP desktop clients use, pasted unchanged::
     }}
 
 plus a few optional per-server keys of our own (``timeout``, ``maxConcurrency``, ``retries``,
-``retryLostCalls``), and in-process ``MCPServer`` objects given from Python. ``${VAR}`` in ``args``, ``env``,
+``retryLostCalls``; ``scope``, ``setup`` and ``warm`` for a fresh instance per episode), and in-process
+``MCPServer`` objects given from Python. ``${VAR}`` in ``args``, ``env``,
 ``cwd``, ``url`` and ``headers`` is expanded from the environment, so secrets stay out of recipe files.
 """
 
@@ -47,6 +48,7 @@ _OUR_KEYS = {
     "retries": ("retries", int),
     "retryLostCalls": ("retry_lost_calls", bool),
 }
+_EPISODE_KEYS = ("scope", "setup", "warm")
 
 
 @dataclass
@@ -70,6 +72,24 @@ class ServerConfig:
     retry_lost_calls: bool = field(
         default=False,
         metadata={"help": "Also retry calls lost in flight (only safe for idempotent tools such as search)."},
+    )
+    scope: str = field(
+        default="shared",
+        metadata={
+            "help": "shared: one instance for the whole run; episode: a fresh instance per episode, started "
+            "with ${episode.dir} (its own temporary folder) and ${episode.id} substituted, kept through the "
+            "episode's rewards, then stopped and its folder removed."
+        },
+    )
+    setup: list[dict[str, str]] = field(
+        default_factory=list,
+        metadata={
+            "help": "Per-episode set-up before the instance starts: [{copy: SRC, to: DEST}], DEST under "
+            "${episode.dir} (default: ${episode.dir}/<name of SRC>); SRC a file or a folder."
+        },
+    )
+    warm: int = field(
+        default=2, metadata={"help": "Per-episode instances started ahead, so episodes do not wait for one."}
     )
 
     @property
@@ -126,6 +146,36 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
     return {str(k): expand_env(str(v), f"{where}.{k}") for k, v in value.items()}
 
 
+EPISODE_SCOPES = ("shared", "episode")
+
+
+def _parse_episode_keys(config: ServerConfig, entry: Mapping[str, Any], where: str) -> None:
+    """``scope``, ``setup`` and ``warm``: whether the server is started once or once per episode, and how."""
+    scope = entry.get("scope", "shared")
+    if scope not in EPISODE_SCOPES:
+        raise ServerConfigError(f"{where}.scope must be one of {', '.join(EPISODE_SCOPES)}, got {scope!r}")
+    config.scope = scope
+    setup = entry.get("setup", [])
+    steps = setup if isinstance(setup, list) else None
+    if steps is None or not all(isinstance(s, Mapping) and isinstance(s.get("copy"), str) for s in steps):
+        raise ServerConfigError(f"{where}.setup must be a list of {{copy: SRC, to: DEST}} steps")
+    for step in steps:
+        extra = set(step) - {"copy", "to"}
+        if extra:
+            raise ServerConfigError(f"{where}.setup: unknown key(s) {sorted(extra)}; a step is {{copy, to}}")
+    config.setup = [
+        {key: expand_env(str(value), f"{where}.setup") for key, value in step.items()} for step in steps
+    ]
+    warm = entry.get("warm", config.warm)
+    if not isinstance(warm, int) or isinstance(warm, bool) or warm < 0:
+        raise ServerConfigError(f"{where}.warm must be a whole number of spare instances (0 or more)")
+    config.warm = warm
+    if (config.setup or "warm" in entry) and scope != "episode":
+        raise ServerConfigError(f"{where}: setup and warm apply to per-episode servers; add scope: episode")
+    if scope == "episode" and config.server is not None:
+        raise ServerConfigError(f"{where}: an in-process server object cannot be started once per episode")
+
+
 def parse_server(name: str, entry: Any) -> ServerConfig:
     """One ``mcpServers`` entry → ``ServerConfig``, with one clear error per bad field."""
     where = f"mcpServers.{name}"
@@ -133,11 +183,10 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
         raise ServerConfigError(
             f"{where} must be an object with 'command' or 'url', got {type(entry).__name__}"
         )
-    unknown = (
-        set(entry) - {"command", "args", "env", "cwd", "url", "headers"} - set(_OUR_KEYS) - _IGNORED_KEYS
-    )
+    standard = ("command", "args", "env", "cwd", "url", "headers")
+    unknown = set(entry) - set(standard) - set(_OUR_KEYS) - set(_EPISODE_KEYS) - _IGNORED_KEYS
     if unknown:
-        known = "command, args, env, cwd, url, headers, " + ", ".join(_OUR_KEYS)
+        known = ", ".join([*standard, *_OUR_KEYS, *_EPISODE_KEYS])
         raise ServerConfigError(f"{where}: unknown field(s) {sorted(unknown)}; known fields: {known}")
     has_command, has_url = "command" in entry, "url" in entry
     if has_command == has_url:
@@ -172,6 +221,7 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
             if kind is not bool and value <= 0 and key != "retries":
                 raise ServerConfigError(f"{where}.{key} must be positive, got {value}")
             setattr(config, attr, value)
+    _parse_episode_keys(config, entry, where)
     return config
 
 

@@ -136,6 +136,7 @@ class MCPGRPOTrainer(GRPOTrainer):
     ) -> None:
         self.pipeline = pipeline
         self.close_pipeline = close_pipeline
+        self._previous_batch: list[Any] = []
         train_dataset = pipeline.with_prompts(train_dataset)
         if kwargs.get("eval_dataset") is not None:
             kwargs["eval_dataset"] = pipeline.with_prompts(kwargs["eval_dataset"])
@@ -182,7 +183,10 @@ class MCPGRPOTrainer(GRPOTrainer):
             self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
         ) as unwrapped:
             self.pipeline.generator.sync(unwrapped, self.state.global_step)
+            # Normally the recorder released them once scored; reward models bypass it (no wrapper).
+            self.pipeline.release(self._previous_batch)
             trajectories = self.pipeline.engine.rollout(prompts)
+            self._previous_batch = trajectories
         logprobs = None
         if all(t.logprobs is not None for t in trajectories):
             logprobs = [t.logprobs for t in trajectories]

@@ -7,11 +7,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
+import anyio
 import anyio.from_thread
 
 from mcp_rl import bridge
+from mcp_rl.pool.episodes import Episode
 from mcp_rl.pool.pool import ToolPool
 from mcp_rl.pool.results import ToolPoolError, ToolResult, ToolSpec
 from mcp_rl.server_config import ServerConfig
@@ -69,14 +72,58 @@ class BlockingToolPool:
         return self.portal.call(function, *args)
 
     def call(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
+        episode: Episode | None = None,
     ) -> ToolResult:
-        return self.run(lambda: self.pool.call(name, arguments, timeout_s=timeout_s))
+        return self.run(lambda: self.pool.call(name, arguments, timeout_s=timeout_s, episode=episode))
 
     def call_many(
-        self, calls: Sequence[tuple[str, Mapping[str, Any] | None]], *, timeout_s: float | None = None
+        self,
+        calls: Sequence[tuple[str, Mapping[str, Any] | None]],
+        *,
+        timeout_s: float | None = None,
+        episodes: Sequence[Episode | None] | None = None,
     ) -> list[ToolResult]:
-        return self.run(lambda: self.pool.call_many(calls, timeout_s=timeout_s))
+        return self.run(lambda: self.pool.call_many(calls, timeout_s=timeout_s, episodes=episodes))
+
+    # -- episodes -------------------------------------------------------------------------------------
+    @property
+    def has_episode_servers(self) -> bool:
+        return self.pool.has_episode_servers
+
+    def open_episodes(self, n: int) -> list[EpisodeTools]:
+        """The tools of ``n`` new episodes, each with fresh instances of the per-episode servers."""
+        if not self.has_episode_servers:
+            return [EpisodeTools(self, None) for _ in range(n)]
+
+        async def open_all() -> list[Episode | None]:
+            opened: list[Episode | None] = [None] * n
+
+            async def open_one(index: int) -> None:
+                opened[index] = await self.pool.open_episode()
+
+            async with anyio.create_task_group() as group:
+                for index in range(n):
+                    group.start_soon(open_one, index)
+            return opened
+
+        return [EpisodeTools(self, episode) for episode in self.run(open_all)]
+
+    def close_episodes(self, episodes: Iterable[EpisodeTools | None]) -> None:
+        """Stop the given episodes' instances and remove their folders (idempotent)."""
+        owned = [tools.episode for tools in episodes if tools is not None and tools.episode is not None]
+
+        async def close_all() -> None:
+            async with anyio.create_task_group() as group:
+                for episode in owned:
+                    group.start_soon(self.pool.close_episode, episode)
+
+        if owned and self.portal is not None:
+            self.run(close_all)
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -87,3 +134,41 @@ class BlockingToolPool:
 
     def metrics(self, reset: bool = False) -> dict[str, float]:
         return self.pool.metrics(reset)
+
+
+class EpisodeTools:
+    """The tools one episode sees, for synchronous code such as a reward function: the shared servers,
+    and this episode's own instances of the per-episode servers (``episode`` None when there are none).
+
+    A reward that checks the state an episode left calls ``trajectory.tools.call(...)``: the instance is
+    kept alive until the episode's rewards are computed.
+    """
+
+    def __init__(self, pool: BlockingToolPool, episode: Episode | None) -> None:
+        self.pool = pool
+        self.episode = episode
+
+    @property
+    def dir(self) -> Path | None:
+        """The episode's own folder (``${episode.dir}``), or None without per-episode servers."""
+        return self.episode.dir if self.episode is not None else None
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        return self.pool.tools
+
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
+    ) -> ToolResult:
+        return self.pool.call(name, arguments, timeout_s=timeout_s, episode=self.episode)
+
+    def call_many(
+        self, calls: Sequence[tuple[str, Mapping[str, Any] | None]], *, timeout_s: float | None = None
+    ) -> list[ToolResult]:
+        return self.pool.call_many(calls, timeout_s=timeout_s, episodes=[self.episode] * len(calls))
+
+    def close(self) -> None:
+        self.pool.close_episodes([self])
+
+    def __repr__(self) -> str:
+        return f"EpisodeTools({self.episode!r})"

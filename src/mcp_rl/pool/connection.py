@@ -169,6 +169,26 @@ class _Connection:
             scope.cancel()
         self.inflight = set()
 
+    async def wait_started(self) -> None:
+        """Until the first connection listed its tools, or the first attempt failed: then ``ToolPoolError``.
+
+        A server that cannot start is a configuration problem: say so at once rather than retry forever.
+        """
+        async with anyio.create_task_group() as race:
+
+            async def wait(event: anyio.Event) -> None:
+                await event.wait()
+                race.cancel_scope.cancel()
+
+            race.start_soon(wait, self.ready)
+            race.start_soon(wait, self.first_attempt_failed)
+        if not self.ready.is_set():
+            config = self.config
+            target = (
+                config.url or " ".join([config.command or "", *config.args]).strip() or "in-process server"
+            )
+            raise ToolPoolError(f"MCP server {config.name!r} ({target}) failed to start: {self.last_error}")
+
     async def wait_ready(self) -> Client:
         while self.client is None or self.lost.is_set():
             if self.closing:

@@ -23,6 +23,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUN
 
 from mcp_rl.observation import render_result, truncate
 from mcp_rl.pool.connection import _Connection
+from mcp_rl.pool.episodes import Episode, EpisodeServers
 from mcp_rl.pool.results import (
     FailureKind,
     ToolPoolError,
@@ -69,7 +70,13 @@ class ToolPool:
         if len(set(names)) != len(names):
             raise ToolPoolError(f"server names must be unique, got {names}")
         self.observation_chars = observation_chars
-        self._connections = {s.name: _Connection(s, errlog or sys.stderr, ping_interval_s) for s in servers}
+        shared = [s for s in servers if s.scope != "episode"]
+        per_episode = [s for s in servers if s.scope == "episode"]
+        self._connections = {s.name: _Connection(s, errlog or sys.stderr, ping_interval_s) for s in shared}
+        self._episodes = (
+            EpisodeServers(per_episode, errlog or sys.stderr, ping_interval_s) if per_episode else None
+        )
+        self._probe: Episode | None = None  # the first per-episode instance: its tools are the pool's
         self._tools: dict[str, ToolSpec] = {}
         self._validators: dict[str, Any] = {}
         self._stats: dict[str, _Stats] = {}
@@ -84,7 +91,9 @@ class ToolPool:
                 self._task_group.start_soon(connection.supervise, name=f"mcp-server:{connection.config.name}")
             async with anyio.create_task_group() as waiting:
                 for connection in self._connections.values():
-                    waiting.start_soon(self._await_first_connection, connection)
+                    waiting.start_soon(connection.wait_started)
+            if self._episodes is not None:
+                self._probe = await self._episodes.start(self._task_group)
         except BaseException as error:
             await self.aclose()
             if isinstance(error, BaseExceptionGroup):
@@ -97,29 +106,12 @@ class ToolPool:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _await_first_connection(self, connection: _Connection) -> None:
-        # A server that cannot start is a configuration problem: say so at once rather than retry forever.
-        async with anyio.create_task_group() as race:
-
-            async def wait(event: anyio.Event) -> None:
-                await event.wait()
-                race.cancel_scope.cancel()
-
-            race.start_soon(wait, connection.ready)
-            race.start_soon(wait, connection.first_attempt_failed)
-        if not connection.ready.is_set():
-            config = connection.config
-            target = (
-                config.url or " ".join([config.command or "", *config.args]).strip() or "in-process server"
-            )
-            raise ToolPoolError(
-                f"MCP server {config.name!r} ({target}) failed to start: {connection.last_error}"
-            )
-
     async def aclose(self) -> None:
         """Close every connection; stdio servers are stopped (their whole process tree)."""
         if self._task_group is None:
             return
+        if self._episodes is not None:
+            await self._episodes.aclose()
         for connection in self._connections.values():
             connection.closing = True
         self._task_group.cancel_scope.cancel()
@@ -130,12 +122,17 @@ class ToolPool:
             logger.debug("error while closing the tool pool: %s", _describe(error))
 
     # -- tools ----------------------------------------------------------------------------------------
+    def _all_connections(self) -> list[_Connection]:
+        """The shared connections, and the first per-episode instance of each per-episode server."""
+        probe = list(self._probe.connections.values()) if self._probe is not None else []
+        return [*self._connections.values(), *probe]
+
     def _index_tools(self) -> None:
         owners: Counter[str] = Counter(
-            tool.name for connection in self._connections.values() for tool in connection.tools
+            tool.name for connection in self._all_connections() for tool in connection.tools
         )
         self._tools = {}
-        for connection in self._connections.values():
+        for connection in self._all_connections():
             for tool in connection.tools:
                 # Collisions are namespaced the way RL-Factory users know: "<server>-<tool>".
                 name = tool.name if owners[tool.name] == 1 else f"{connection.config.name}-{tool.name}"
@@ -155,7 +152,21 @@ class ToolPool:
 
     @property
     def servers(self) -> list[str]:
-        return list(self._connections)
+        return [connection.config.name for connection in self._all_connections()]
+
+    # -- episodes -------------------------------------------------------------------------------------
+    @property
+    def has_episode_servers(self) -> bool:
+        return self._episodes is not None
+
+    async def open_episode(self) -> Episode | None:
+        """Fresh instances of the per-episode servers for one episode (None when there are none)."""
+        return await self._episodes.acquire() if self._episodes is not None else None
+
+    async def close_episode(self, episode: Episode | None) -> None:
+        """Stop an episode's instances and remove its folder, once its rewards are computed."""
+        if episode is not None and self._episodes is not None:
+            await self._episodes.release(episode)
 
     def resolve(self, name: str) -> ToolSpec | None:
         """A tool by pool name, ``server/tool`` or ``server-tool``."""
@@ -171,9 +182,15 @@ class ToolPool:
 
     # -- calls ----------------------------------------------------------------------------------------
     async def call(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
+        episode: Episode | None = None,
     ) -> ToolResult:
-        """Call one tool. Never raises for the tool's or the server's failures."""
+        """Call one tool (a per-episode server's on ``episode``'s instance). Never raises for the tool's or
+        the server's failures."""
         arguments = dict(arguments or {})
         spec = self.resolve(name)
         if spec is None:
@@ -188,7 +205,18 @@ class ToolPool:
             result = failed(spec.name, arguments, FailureKind.BAD_ARGUMENTS, f"{spec.name}: {problem}")
             self._record(spec.name, result)
             return result
-        connection = self._connections[spec.server]
+        connection = self._connections.get(spec.server)
+        if connection is None:  # a per-episode server
+            if episode is None or episode.released:
+                result = failed(
+                    spec.name,
+                    arguments,
+                    FailureKind.UNAVAILABLE,
+                    f"{spec.name} belongs to a per-episode server: call it within an open episode",
+                )
+                self._record(spec.name, result)
+                return result
+            connection = episode.connections[spec.server]
         timeout_s = connection.config.timeout_s if timeout_s is None else timeout_s
         started = time.perf_counter()
         result = await self._call_with_retries(connection, spec, arguments, timeout_s)
@@ -197,13 +225,19 @@ class ToolPool:
         return result
 
     async def call_many(
-        self, calls: Sequence[tuple[str, Mapping[str, Any] | None]], *, timeout_s: float | None = None
+        self,
+        calls: Sequence[tuple[str, Mapping[str, Any] | None]],
+        *,
+        timeout_s: float | None = None,
+        episodes: Sequence[Episode | None] | None = None,
     ) -> list[ToolResult]:
-        """Call all ``(name, arguments)`` pairs concurrently; results come back in the same order."""
+        """Call all ``(name, arguments)`` pairs concurrently (each on its episode's instances, when
+        ``episodes`` gives one per call); results come back in the same order."""
         results: list[ToolResult | None] = [None] * len(calls)
+        owners = list(episodes) if episodes is not None else [None] * len(calls)
 
         async def run(index: int, name: str, arguments: Mapping[str, Any] | None) -> None:
-            results[index] = await self.call(name, arguments, timeout_s=timeout_s)
+            results[index] = await self.call(name, arguments, timeout_s=timeout_s, episode=owners[index])
 
         async with anyio.create_task_group() as group:
             for index, (name, arguments) in enumerate(calls):
@@ -345,6 +379,11 @@ class ToolPool:
                 out[f"tools/{tool}/latency_p95_s"] = _percentile(stats.latencies, 0.95)
         for name, connection in self._connections.items():
             out[f"servers/{name}/reconnects"] = float(connection.reconnects)
+        if self._episodes is not None:
+            out["episodes/started"] = float(self._episodes.started)
+            out["episodes/failed_starts"] = float(self._episodes.failed_starts)
+            if self._episodes.spawn_s:
+                out["episodes/spawn_ms_p50"] = 1000 * _percentile(self._episodes.spawn_s, 0.5)
         if reset:
             self._stats = {}
         return out
