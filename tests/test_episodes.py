@@ -76,10 +76,10 @@ def test_eight_concurrent_episodes_each_see_only_their_own_writes(seed_db, tmp_p
         outside = pool.call("sql", {"query": "SELECT 1"})
         assert outside.failure is FailureKind.UNAVAILABLE, "a per-episode tool needs an episode"
         pool.close_episodes(episodes)
-        assert not any(f.exists() for f in folders), "episode folders are removed on release"
         after_release = episodes[0].call("sql", {"query": "SELECT 1"})
-        assert after_release.failure is FailureKind.UNAVAILABLE
+        assert after_release.failure is FailureKind.UNAVAILABLE, "a released episode's calls fail at once"
         assert pool.metrics()["episodes/started"] >= 9  # the first instance, the 8, spares
+    assert not any(f.exists() for f in folders), "episode folders are removed"
     assert child_pids() == children_before, "no server instance survives the pool"
     with sqlite3.connect(seed_db) as db:
         assert [r[0] for r in db.execute("SELECT name FROM members")] == ["seed"], "the seed is untouched"
@@ -115,7 +115,8 @@ def test_per_episode_tools_are_kept_through_rewards_in_a_rollout(seed_db, search
             seen = trajectory.tools.call("sql", {"query": "SELECT name FROM members"})
             assert rows(seen.text) == sorted(["seed", f"r{i}"])
         pipeline.release(trajectories)
-        assert not any(f.exists() for f in folders)
+        assert all(t.tools.call("sql", {"query": "SELECT 1"}).failure for t in trajectories)
+    assert not any(f.exists() for f in folders)
 
 
 @pytest.mark.parametrize(

@@ -114,13 +114,12 @@ class BlockingToolPool:
         return [EpisodeTools(self, episode) for episode in self.run(open_all)]
 
     def close_episodes(self, episodes: Iterable[EpisodeTools | None]) -> None:
-        """Stop the given episodes' instances and remove their folders (idempotent)."""
+        """End the given episodes (idempotent); their instances stop in the background."""
         owned = [tools.episode for tools in episodes if tools is not None and tools.episode is not None]
 
         async def close_all() -> None:
-            async with anyio.create_task_group() as group:
-                for episode in owned:
-                    group.start_soon(self.pool.close_episode, episode)
+            for episode in owned:
+                self.pool.close_episode(episode)
 
         if owned and self.portal is not None:
             self.run(close_all)

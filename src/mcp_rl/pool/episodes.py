@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -102,10 +103,14 @@ class EpisodeServers:
         self.warm = max((config.warm for config in self.configs), default=0)
         self.spares: deque[Episode] = deque()
         self.live: set[Episode] = set()
+        self._stopping: set[Episode] = set()
         self.spawn_s: deque[float] = deque(maxlen=4096)
         self.started = 0
         self.failed_starts = 0
         self._task_group: anyio.abc.TaskGroup | None = None
+        # Starting a server is CPU-bound (a Python MCP server spends ~0.7 s importing): more starts at once
+        # than cores only makes every one of them late, the one an episode is waiting for included.
+        self._starting = anyio.CapacityLimiter(max(1, len(os.sched_getaffinity(0))))
         self._refilling = 0
         self._closed = False
 
@@ -124,7 +129,7 @@ class EpisodeServers:
 
     async def aclose(self) -> None:
         self._closed = True
-        for episode in [*self.spares, *self.live]:
+        for episode in [*self.spares, *self.live, *self._stopping]:
             await self.release(episode)
         self.spares.clear()
 
@@ -133,15 +138,27 @@ class EpisodeServers:
         """A ready instance set for one episode (a warm spare when there is one)."""
         if self._closed:
             raise ToolPoolError("the tool pool is closed")
-        episode = self.spares.popleft() if self.spares else await self._start_episode()
+        if self.spares:
+            episode = self.spares.popleft()
+        else:
+            async with self._starting:
+                episode = await self._start_episode()
         self.live.add(episode)
         self._refill()
         return episode
 
+    def release_soon(self, episode: Episode) -> None:
+        """End the episode now (its calls fail from here on) and stop its instances in the background:
+        the caller, a training step whose rewards are in, need not wait for processes to exit."""
+        if episode.released or self._task_group is None:
+            return
+        episode.released = True
+        self.live.discard(episode)
+        self._stopping.add(episode)
+        self._task_group.start_soon(self.release, episode)
+
     async def release(self, episode: Episode) -> None:
         """Stop the episode's instances (their process trees) and remove its folder; idempotent."""
-        if episode.released:
-            return
         episode.released = True
         self.live.discard(episode)
         for connection in episode.connections.values():
@@ -152,6 +169,7 @@ class EpisodeServers:
             for stopped in episode._stopped:
                 await stopped.wait()
         shutil.rmtree(episode.dir, ignore_errors=True)
+        self._stopping.discard(episode)
 
     def _refill(self) -> None:
         """Start spares in the background until ``warm`` are ready or starting."""
@@ -163,7 +181,8 @@ class EpisodeServers:
 
     async def _start_spare(self) -> None:
         try:
-            episode = await self._start_episode()
+            async with self._starting:
+                episode = await self._start_episode()
         except ToolPoolError as error:
             logger.warning("a spare per-episode server failed to start: %s", error)
             return

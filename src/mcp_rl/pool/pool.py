@@ -163,10 +163,11 @@ class ToolPool:
         """Fresh instances of the per-episode servers for one episode (None when there are none)."""
         return await self._episodes.acquire() if self._episodes is not None else None
 
-    async def close_episode(self, episode: Episode | None) -> None:
-        """Stop an episode's instances and remove its folder, once its rewards are computed."""
+    def close_episode(self, episode: Episode | None) -> None:
+        """End an episode once its rewards are computed: its calls fail from now on, and its instances are
+        stopped and its folder removed in the background (all of them before the pool closes)."""
         if episode is not None and self._episodes is not None:
-            await self._episodes.release(episode)
+            self._episodes.release_soon(episode)
 
     def resolve(self, name: str) -> ToolSpec | None:
         """A tool by pool name, ``server/tool`` or ``server-tool``."""
