@@ -5,8 +5,9 @@
 Both sides drive the same episodes through ``BlockingToolPool`` the way the rollout engine does: a batch of
 ``--batch`` episodes is opened together (a training step's rollout), each episode takes ``--turns`` turns of
 ``--turn-s`` seconds of "generation" (a sleep: the model's time, during which spares can start) followed by
-one ``sql`` call per episode, all calls of a turn at once; then the batch is released (its rewards done)
-and the next batch opens. The server is ``tests/servers/sqlite_db.py`` over stdio on a seed database; the
+one ``sql`` call per episode, all calls of a turn at once; then the batch is released (its rewards done),
+``--train-s`` seconds pass (the optimizer step; default: as long as the rollout, as in the default run) and
+the next batch opens. The server is ``tests/servers/sqlite_db.py`` over stdio on a seed database; the
 per-episode side copies the seed into each episode's folder (``setup``) and keeps ``--warm`` spares.
 
 The last line on stdout is one JSON object: ``per_episode_s``, ``shared_s``, ``overhead_ratio`` (their
@@ -85,6 +86,7 @@ def run_side(seed: Path, per_episode: bool, options: argparse.Namespace) -> dict
             pool.close_episodes(episodes)
             if per_episode:
                 stops.append((time.perf_counter() - tick) * 1000 / size)
+            time.sleep(options.train_s)  # the optimizer step between two rollouts
         wall = time.perf_counter() - started
         spawn_ms = [1000 * s for s in pool.pool._episodes.spawn_s] if pool.pool._episodes else []
     return {
@@ -105,17 +107,22 @@ def percentile(values: list[float], q: float) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="64 episodes, 3 turns of 2 s (about 60 s)")
+    parser.add_argument("--quick", action="store_true", help="64 episodes, 3 turns of 1 s (about 60 s)")
     parser.add_argument("--episodes", type=int, default=128)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument(
         "--turn-s", type=float, default=5.0, help="model time per turn (the default run: ~5 s)"
     )
+    parser.add_argument(
+        "--train-s", type=float, default=None, help="optimizer step between batches (default: the rollout's)"
+    )
     parser.add_argument("--warm", type=int, default=16)
     options = parser.parse_args()
     if options.quick:
-        options.episodes, options.turns, options.turn_s = 64, 3, 2.0
+        options.episodes, options.turns, options.turn_s = 64, 3, 1.0
+    if options.train_s is None:  # the default run spends about half of each step generating
+        options.train_s = options.turns * options.turn_s
     with tempfile.TemporaryDirectory(prefix="bench-episodes-") as tmp:
         seed = seed_database(Path(tmp))
         log(
