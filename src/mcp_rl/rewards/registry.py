@@ -176,7 +176,25 @@ def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
             f"reward 'tool_verify': expect must be one of {sorted(_EXPECTATIONS)}, got {expect!r}"
         )
     timeout_s = options.take("timeout_s")
-    return ToolVerificationReward(pool, tool, arguments, score, timeout_s=timeout_s)
+    compare, expected = options.take("compare"), options.take("expected")
+    reference = options.take("reference")
+    compare_options = {key: options.take(key) for key in ("tolerance", "path")}
+    compare_options = {key: value for key, value in compare_options.items() if value is not None}
+    for needed in [tool, *([reference.get("tool")] if isinstance(reference, Mapping) else [])]:
+        if pool.resolve(str(needed)) is None:  # found now, not as a crash in the middle of training
+            names = ", ".join(spec.name for spec in pool.tools) or "none"
+            raise ValueError(f"reward 'tool_verify': no tool named {needed!r}; the servers have: {names}")
+    return ToolVerificationReward(
+        pool,
+        tool,
+        arguments,
+        score,
+        timeout_s=timeout_s,
+        compare=compare,
+        expected=None if expected is None else str(expected),
+        reference=reference,
+        compare_options=compare_options,
+    )
 
 
 def _no_options(function: RewardFunction) -> Callable[[_Options, Any], RewardFunction]:

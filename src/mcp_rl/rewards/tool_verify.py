@@ -1,12 +1,22 @@
-"""Rewards verified by calling an MCP tool: the tool (a calculator, a checker, a runner) grades the answer.
+"""Rewards verified by calling an MCP tool: the tool (a calculator, a checker, a database) grades the answer.
 
 Calls go through the trainer's own ``BlockingToolPool``, so they share its server connections; a batch's calls
-go out together as one concurrent ``call_many``.
+go out together as one concurrent ``call_many``. Each call goes to the episode's own tools
+(``Trajectory.tools``): a per-episode server is asked on the instance that episode used, after the episode,
+so a reward can check the state the episode left. Declared in YAML, without Python::
+
+    - name: tool_verify
+      options:
+        tool: sql                                   # run the row's reference query ...
+        arguments: {query: "{reference_sql}"}
+        expected: "{answer}"                        # ... and compare its rows with the model's answer
+        compare: rows                               # equals | number | contains | json_path | rows
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -15,6 +25,7 @@ from typing import Any
 
 from mcp_rl.pool import FailureKind, ToolResult
 from mcp_rl.rewards.answers import exact_match_score, row_golds
+from mcp_rl.rewards.compare import OPERATORS
 from mcp_rl.rewards.samples import sample_question, sample_rows, sample_trajectories
 from mcp_rl.trajectory import Trajectory
 
@@ -103,6 +114,10 @@ class ToolVerificationReward:
     without one scores 0.0 without a call. All calls of a batch go out as one concurrent ``call_many``.
 
     ``score(result, trajectory[, row])`` maps a successful result to a reward (default: ``tool_says_true``).
+    Or, without Python: ``compare`` names an operator of ``mcp_rl.rewards.compare`` (``compare_options``
+    its settings: ``tolerance``, ``path``) that compares the result with ``expected`` (a template like
+    ``"{answer}"``, ``"{golden}"`` or ``"1"``) or with the result of a ``reference`` call
+    (``{"tool": ..., "arguments": {...}}``, e.g. the row's reference query): 1.0 when they agree.
     A failed call gives None (TRL skips it) and is counted; an unknown tool is a configuration error.
     """
 
@@ -115,10 +130,22 @@ class ToolVerificationReward:
         *,
         name: str = "tool_verify",
         timeout_s: float | None = None,
+        compare: str | None = None,
+        expected: str | None = None,
+        reference: Mapping[str, Any] | None = None,
+        compare_options: Mapping[str, Any] | None = None,
     ) -> None:
+        if compare is not None and compare not in OPERATORS:
+            raise ValueError(f"compare must be one of {', '.join(OPERATORS)}, got {compare!r}")
+        if compare is not None and (expected is None) == (reference is None):
+            raise ValueError("compare needs exactly one of expected (a template) or reference (a tool call)")
         self.pool = pool
         self.tool = tool
         self.arguments = arguments
+        self.compare = compare
+        self.expected = expected
+        self.reference = dict(reference) if reference is not None else None
+        self.compare_options = dict(compare_options or {})
         self.score = score or tool_says_true
         self._score_takes_row = _takes_row(self.score)
         self.timeout_s = timeout_s
@@ -128,12 +155,8 @@ class ToolVerificationReward:
     def __repr__(self) -> str:
         return f"ToolVerificationReward(name={self.__name__!r}, tool={self.tool!r})"
 
-    def _arguments_for(self, trajectory: Trajectory, row: dict[str, Any]) -> dict[str, Any] | None:
-        if callable(self.arguments):
-            arguments = self.arguments(trajectory, row)
-            return None if arguments is None else dict(arguments)
-        if trajectory.answer is None and _mentions(self.arguments, "{answer}"):
-            return None
+    def _values(self, trajectory: Trajectory, row: dict[str, Any]) -> dict[str, str]:
+        """What ``{name}`` in a template can say: every scalar column, the answer, question, golden."""
         golds = row_golds(row)
         values = {name: str(value) for name, value in row.items() if isinstance(value, str | int | float)}
         values.update(
@@ -141,18 +164,46 @@ class ToolVerificationReward:
             question=sample_question(row, trajectory),
             golden=golds[0] if golds else "",
         )
-        return fill_template(self.arguments, values)
+        return values
 
-    def _score_one(self, result: ToolResult, trajectory: Trajectory, row: dict[str, Any]) -> float | None:
+    def _arguments_for(self, trajectory: Trajectory, row: dict[str, Any]) -> dict[str, Any] | None:
+        if callable(self.arguments):
+            arguments = self.arguments(trajectory, row)
+            return None if arguments is None else dict(arguments)
+        templates = [self.arguments, self.expected, self.reference]
+        if trajectory.answer is None and any(_mentions(t, "{answer}") for t in templates if t is not None):
+            return None
+        return fill_template(self.arguments, self._values(trajectory, row))
+
+    def _usable(self, result: ToolResult) -> bool:
+        """A failed call is counted and its sample skipped; an unknown tool is a configuration error."""
         if result.failure is FailureKind.UNKNOWN_TOOL:
             raise ValueError(f"reward {self.__name__!r}: {result.text}")
         if not result.ok:
             self.counts["failed"] += 1
+        return result.ok
+
+    def _score_one(self, result: ToolResult, trajectory: Trajectory, row: dict[str, Any]) -> float | None:
+        if not self._usable(result):
             return None
         value = (
             self.score(result, trajectory, row) if self._score_takes_row else self.score(result, trajectory)
         )
         return None if value is None else float(value)
+
+    def _compared(
+        self, result: ToolResult, trajectory: Trajectory, row: dict[str, Any], reference: ToolResult | None
+    ) -> float | None:
+        """``compare``'s verdict: the result against ``expected`` filled in, or the reference result."""
+        if not self._usable(result) or (reference is not None and not self._usable(reference)):
+            return None
+        if reference is not None:
+            expected = _as_text(reference)
+        else:
+            expected = fill_template(self.expected, self._values(trajectory, row))
+        operator = OPERATORS[self.compare or "equals"]
+        verdict = operator(result.text, expected, structured=result.structured, **self.compare_options)
+        return float(verdict)
 
     def __call__(
         self,
@@ -167,14 +218,40 @@ class ToolVerificationReward:
         rows = sample_rows(len(samples), kwargs, prompts)
         plans = [self._arguments_for(sample, row) for sample, row in zip(samples, rows, strict=True)]
         called = [i for i, arguments in enumerate(plans) if arguments is not None]
-        results = self.pool.call_many([(self.tool, plans[i]) for i in called], timeout_s=self.timeout_s)
+        calls: list[tuple[str, Mapping[str, Any] | None]] = [(self.tool, plans[i]) for i in called]
+        if self.reference is not None:  # the reference calls go out with the others, in the same batch
+            template = self.reference.get("arguments", {})
+            calls += [
+                (self.reference["tool"], fill_template(template, self._values(samples[i], rows[i])))
+                for i in called
+            ]
+        episodes = [_episode(samples[i]) for i in called] * (2 if self.reference is not None else 1)
+        results = self.pool.call_many(calls, timeout_s=self.timeout_s, episodes=episodes)
+        references: list[ToolResult | None] = list(results[len(called) :]) or [None] * len(called)
         scores: list[float | None] = [0.0] * len(samples)
-        for i, result in zip(called, results, strict=True):
-            scores[i] = self._score_one(result, samples[i], rows[i])
-        self.counts["calls"] += len(called)
+        for i, result, reference in zip(called, results, references, strict=False):
+            if self.compare is None:
+                scores[i] = self._score_one(result, samples[i], rows[i])
+            else:
+                scores[i] = self._compared(result, samples[i], rows[i], reference)
+        self.counts["calls"] += len(calls)
         if log_metric is not None and called:
             log_metric(f"{self.__name__}/failed_frac", sum(not r.ok for r in results) / len(called))
         return scores
+
+
+def _episode(trajectory: Trajectory) -> Any:
+    """The per-episode instances a sample used (None: the shared servers answer)."""
+    tools = trajectory.tools
+    return tools.episode if tools is not None else None
+
+
+def _as_text(result: ToolResult) -> str:
+    """A reference result as the text to compare with: its structured value as JSON when it has one."""
+    value = result.structured
+    if isinstance(value, Mapping) and set(value) == {"result"}:
+        value = value["result"]
+    return result.text if value is None else json.dumps(value)
 
 
 __all__ = [
