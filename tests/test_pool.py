@@ -50,6 +50,24 @@ async def test_stdio_calls_and_failure_kinds(echo_stdio):
         assert metrics["tools/echo/latency_p95_s"] >= metrics["tools/echo/latency_p50_s"] >= 0
 
 
+async def test_is_error_and_error_pattern_count_as_tool_failures(echo_stdio):
+    # `fail` answers with isError: a failure whatever the config says. `echo` of "Error: ..." is a success
+    # unless the server's errorPattern says such text is an error.
+    plain, patterned = echo_stdio, {**echo_stdio, "errorPattern": "^Error: "}
+    async with ToolPool(servers(plain=plain, patterned=patterned)) as pool:
+        is_error = await pool.call("plain/fail", {"message": "disk full"})
+        plain_text = await pool.call("plain/echo", {"text": "Error: disk full"})
+        matched = await pool.call("patterned/echo", {"text": "Error: disk full"})
+        unmatched = await pool.call("patterned/echo", {"text": "no Error: here"})
+        metrics = pool.metrics()
+    assert is_error.failure is FailureKind.TOOL_ERROR and "disk full" in is_error.text
+    assert plain_text.ok and unmatched.ok
+    assert matched.failure is FailureKind.TOOL_ERROR and matched.text == "Error: disk full"
+    assert metrics["tools/plain-fail/failures/tool_error"] == 1
+    assert metrics["tools/patterned-echo/failures/tool_error"] == 1
+    assert "tools/plain-echo/failures/tool_error" not in metrics and metrics["tools/failures"] == 2
+
+
 async def test_streamable_http(echo_http):
     url, _, _ = echo_http
     async with ToolPool(servers(remote={"url": url})) as pool:

@@ -143,7 +143,9 @@ class ToolsConfig(Section):
     mcpServers: dict[str, Any] = Field(  # camelCase: the key MCP clients use, so configs paste unchanged
         default_factory=dict,
         description="MCP servers as in an MCP client's config: name -> {command, args, env, cwd} or "
-        "{url, headers}, plus optional timeout, maxConcurrency, retries, retryLostCalls.",
+        "{url, headers}, plus optional timeout, maxConcurrency, retries, retryLostCalls, and errorPattern "
+        "(a regex: matching result text counts as a tool failure). `uvx PKG` and `npx -y PKG` commands "
+        "from a server's README work as written.",
     )
     observation_chars: int = Field(
         default=1200, description="Character budget of one tool call's observation.", ge=1

@@ -8,9 +8,10 @@ Accepts the JSON shape MCP desktop clients use, pasted unchanged::
     }}
 
 plus a few optional per-server keys of our own (``timeout``, ``maxConcurrency``, ``retries``,
-``retryLostCalls``; ``scope``, ``setup`` and ``warm`` for a fresh instance per episode), and in-process
-``MCPServer`` objects given from Python. ``${VAR}`` in ``args``, ``env``,
-``cwd``, ``url`` and ``headers`` is expanded from the environment, so secrets stay out of recipe files.
+``retryLostCalls``, ``errorPattern``; ``scope``, ``setup`` and ``warm`` for a fresh instance per
+episode), and in-process ``MCPServer`` objects given from Python. ``${VAR}`` in ``args``, ``env``, ``cwd``,
+``url`` and ``headers`` is expanded from the environment, so secrets stay out of recipe files.
+``uvx``/``uv``/``npx`` commands run as the server's README says (see ``server_env``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_rl.errors import ServerConfigError
+from mcp_rl.server_env import find_executable, prepare_command
 
 __all__ = [
     "ServerConfig",
@@ -72,6 +73,13 @@ class ServerConfig:
     retry_lost_calls: bool = field(
         default=False,
         metadata={"help": "Also retry calls lost in flight (only safe for idempotent tools such as search)."},
+    )
+    error_pattern: re.Pattern[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Regex (errorPattern): a result whose text matches it counts as a tool failure, for "
+            "servers that report errors as plain text (e.g. '^Error: ') instead of isError."
+        },
     )
     scope: str = field(
         default="shared",
@@ -134,10 +142,7 @@ def resolve_command(command: str) -> str:
         return sys.executable
     if os.sep in command:
         return command
-    beside = Path(sys.executable).parent / command
-    if beside.exists():
-        return str(beside)
-    return shutil.which(command) or command
+    return find_executable(command) or command
 
 
 def _string_map(value: Any, where: str) -> dict[str, str]:
@@ -183,7 +188,7 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
         raise ServerConfigError(
             f"{where} must be an object with 'command' or 'url', got {type(entry).__name__}"
         )
-    standard = ("command", "args", "env", "cwd", "url", "headers")
+    standard = ("command", "args", "env", "cwd", "url", "headers", "errorPattern")
     unknown = set(entry) - set(standard) - set(_OUR_KEYS) - set(_EPISODE_KEYS) - _IGNORED_KEYS
     if unknown:
         known = ", ".join([*standard, *_OUR_KEYS, *_EPISODE_KEYS])
@@ -195,12 +200,13 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
     if has_command:
         if not isinstance(entry["command"], str) or not entry["command"]:
             raise ServerConfigError(f"{where}.command must be a non-empty string")
-        config.command = resolve_command(expand_env(entry["command"], f"{where}.command"))
+        command = expand_env(entry["command"], f"{where}.command")
         args = entry.get("args", [])
         if not isinstance(args, list):
             raise ServerConfigError(f"{where}.args must be a list of strings")
-        config.args = [expand_env(str(a), f"{where}.args") for a in args]
-        config.env = _string_map(entry.get("env", {}), f"{where}.env")
+        args = [expand_env(str(a), f"{where}.args") for a in args]
+        env = _string_map(entry.get("env", {}), f"{where}.env")
+        config.command, config.args, config.env = prepare_command(where, command, args, env)
         if entry.get("cwd") is not None:
             config.cwd = expand_env(str(entry["cwd"]), f"{where}.cwd")
     else:
@@ -221,6 +227,16 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
             if kind is not bool and value <= 0 and key != "retries":
                 raise ServerConfigError(f"{where}.{key} must be positive, got {value}")
             setattr(config, attr, value)
+    if "errorPattern" in entry:
+        pattern = entry["errorPattern"]
+        if not isinstance(pattern, str) or not pattern:
+            raise ServerConfigError(f"{where}.errorPattern must be a non-empty regular expression string")
+        try:
+            config.error_pattern = re.compile(pattern)
+        except re.error as error:
+            raise ServerConfigError(
+                f"{where}.errorPattern is not a valid regular expression ({error}); e.g. '^Error: '"
+            ) from None
     _parse_episode_keys(config, entry, where)
     return config
 

@@ -31,6 +31,7 @@ from mcp_rl.pool.results import (
     ToolSpec,
     _classify_error_result,
     _describe,
+    _matches_error_pattern,
     failed,
 )
 from mcp_rl.server_config import ServerConfig
@@ -324,6 +325,10 @@ class ToolPool:
             if outcome.is_error:
                 kind = _classify_error_result(text)
                 return ToolResult(spec.name, arguments, f"Error ({kind}): {text}", failure=kind)
+            if _matches_error_pattern(connection.config, text):
+                # The server said "Error: ..." as plain text (errorPattern): a failure in the metrics, while
+                # the model reads the server's own words.
+                return ToolResult(spec.name, arguments, text, failure=FailureKind.TOOL_ERROR)
             return ToolResult(spec.name, arguments, text, structured=outcome.structured_content)
         return self._failure_from_exception(connection, spec, arguments, outcome)
 

@@ -83,3 +83,9 @@ def _classify_error_result(text: str) -> FailureKind:
     if "validation error" in lowered or "invalid arguments" in lowered:
         return FailureKind.BAD_ARGUMENTS
     return FailureKind.TOOL_ERROR
+
+
+def _matches_error_pattern(config: Any, text: str) -> bool:
+    """Whether a successful result's text is really an error, by the server's ``errorPattern``."""
+    pattern = getattr(config, "error_pattern", None)
+    return pattern is not None and pattern.search(text) is not None
