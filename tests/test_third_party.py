@@ -130,6 +130,33 @@ async def test_error_pattern_turns_sqlite_error_text_into_failures(tmp_path):
 
 
 @pytest.mark.network
+def test_third_party_sqlite_per_episode_each_episode_sees_only_its_own_rows(tmp_path):
+    """The sqlite README's config plus ``scope: episode``: a fresh database per episode, written at once."""
+    if index_problem():
+        pytest.skip(index_problem())
+    entry = sqlite_entry(Path("${episode.dir}/x.db"), scope="episode", warm=1)
+    with BlockingToolPool(parse_mcp_servers({"db": entry})) as pool:
+        episodes = pool.open_episodes(3)
+        creates = pool.call_many(
+            [("create_table", {"query": "CREATE TABLE notes (text TEXT)"})] * 3,
+            episodes=[e.episode for e in episodes],
+        )
+        writes = pool.call_many(
+            [("write_query", {"query": f"INSERT INTO notes VALUES ('episode {i}')"}) for i in range(3)],
+            episodes=[e.episode for e in episodes],
+        )
+        assert all(r.ok for r in creates + writes), [r.text for r in creates + writes]
+        for i, episode in enumerate(episodes):
+            seen = episode.call("read_query", {"query": "SELECT text FROM notes"})
+            assert f"episode {i}" in seen.text and all(
+                f"episode {j}" not in seen.text for j in range(3) if j != i
+            )
+        folders = [e.dir for e in episodes]
+        pool.close_episodes(episodes)
+    assert not any(folder.exists() for folder in folders)
+
+
+@pytest.mark.network
 @pytest.mark.slow
 def test_sqlite_server_in_a_rollout(searching_tiny_model, tmp_path):
     if index_problem():
