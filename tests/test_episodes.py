@@ -144,3 +144,22 @@ def test_setup_outside_the_episode_folder_is_refused(seed_db, tmp_path):
     with pytest.raises(ToolPoolError, match="outside"), BlockingToolPool(parse_mcp_servers({"db": entry})):
         pass
     assert not (tmp_path / "elsewhere.db").exists()
+
+
+def test_http_servers_the_pool_starts_per_episode(seed_db):
+    """command + url: the pool starts the server, one per episode on a free port, and stops it after."""
+    entry = {
+        **episode_entry(seed_db, warm=1),
+        "args": [SQLITE_SERVER, "--db", "${episode.dir}/members.db", "--transport", "http"]
+        + ["--port", "${episode.port}"],
+        "url": "http://127.0.0.1:${episode.port}/mcp",
+    }
+    children_before = child_pids()
+    with BlockingToolPool(parse_mcp_servers({"db": entry})) as pool:
+        first, second = pool.open_episodes(2)
+        assert first.episode.port != second.episode.port
+        assert first.call("sql", {"query": "INSERT INTO members VALUES ('http')"}).ok
+        assert rows(first.call("sql", {"query": "SELECT name FROM members"}).text) == ["http", "seed"]
+        assert rows(second.call("sql", {"query": "SELECT name FROM members"}).text) == ["seed"]
+        pool.close_episodes([first, second])
+    assert child_pids() == children_before, "the launched HTTP servers are stopped"

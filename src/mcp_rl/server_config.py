@@ -194,8 +194,11 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
         known = ", ".join([*standard, *_OUR_KEYS, *_EPISODE_KEYS])
         raise ServerConfigError(f"{where}: unknown field(s) {sorted(unknown)}; known fields: {known}")
     has_command, has_url = "command" in entry, "url" in entry
-    if has_command == has_url:
-        raise ServerConfigError(f"{where}: give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
+    if not (has_command or has_url):
+        raise ServerConfigError(
+            f"{where}: give 'command' (stdio), 'url' (streamable HTTP), or both (an HTTP server the pool "
+            "starts, then reaches at url)"
+        )
     config = ServerConfig(name=name)
     if has_command:
         if not isinstance(entry["command"], str) or not entry["command"]:
@@ -209,7 +212,7 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
         config.command, config.args, config.env = prepare_command(where, command, args, env)
         if entry.get("cwd") is not None:
             config.cwd = expand_env(str(entry["cwd"]), f"{where}.cwd")
-    else:
+    if has_url:
         url = expand_env(str(entry["url"]), f"{where}.url")
         if not url.startswith(("http://", "https://")):
             raise ServerConfigError(f"{where}.url must start with http:// or https://, got {url!r}")

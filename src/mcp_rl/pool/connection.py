@@ -9,6 +9,7 @@ hanging. Callers share its session, which correlates any number of requests in f
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -23,6 +24,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool
 
+from mcp_rl.pool.launch import launched
 from mcp_rl.pool.results import ToolPoolError, _describe
 from mcp_rl.server_config import ServerConfig
 
@@ -77,6 +79,7 @@ class _Connection:
         limits = httpx2.Limits(max_connections=self.config.max_concurrency + 8, max_keepalive_connections=64)
         timeout = httpx2.Timeout(self.config.connect_timeout_s, read=None)
         async with (
+            launched(self.config, self.errlog) if self.config.command else contextlib.nullcontext(),
             httpx2.AsyncClient(
                 headers=self.config.headers,
                 timeout=timeout,

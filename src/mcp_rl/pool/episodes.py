@@ -28,6 +28,7 @@ import anyio
 import anyio.abc
 
 from mcp_rl.pool.connection import _Connection
+from mcp_rl.pool.launch import free_port
 from mcp_rl.pool.results import ToolPoolError, _describe
 from mcp_rl.server_config import ServerConfig
 
@@ -42,6 +43,7 @@ class Episode:
     def __init__(self, folder: Path, number: int) -> None:
         self.dir = folder
         self.id = f"{number}"
+        self.port: int | None = None
         self.connections: dict[str, _Connection] = {}
         self.spawn_s = 0.0
         self._scopes: list[anyio.CancelScope] = []
@@ -53,7 +55,12 @@ class Episode:
 
 
 def _substitute(value: str, episode: Episode) -> str:
-    return value.replace("${episode.dir}", str(episode.dir)).replace("${episode.id}", episode.id)
+    value = value.replace("${episode.dir}", str(episode.dir)).replace("${episode.id}", episode.id)
+    if "${episode.port}" in value:  # an HTTP server the pool starts for this episode alone
+        if episode.port is None:
+            episode.port = free_port()
+        value = value.replace("${episode.port}", str(episode.port))
+    return value
 
 
 def instance_config(config: ServerConfig, episode: Episode) -> ServerConfig:
