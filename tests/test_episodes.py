@@ -148,10 +148,10 @@ def test_setup_outside_the_episode_folder_is_refused(seed_db, tmp_path):
 
 def test_http_servers_the_pool_starts_per_episode(seed_db):
     """command + url: the pool starts the server, one per episode on a free port, and stops it after."""
+    http = ["--transport", "http", "--port", "${episode.port}"]
     entry = {
         **episode_entry(seed_db, warm=1),
-        "args": [SQLITE_SERVER, "--db", "${episode.dir}/members.db", "--transport", "http"]
-        + ["--port", "${episode.port}"],
+        "args": [SQLITE_SERVER, "--db", "${episode.dir}/members.db", *http],
         "url": "http://127.0.0.1:${episode.port}/mcp",
     }
     children_before = child_pids()
