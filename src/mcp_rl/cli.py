@@ -12,6 +12,8 @@ traceback. Any other error is a bug or a failure deep inside training, and keeps
     mcp-rl train       --recipe NAME [--output-dir DIR] [--resume] [--model PATH] [--set k=v ...]
     mcp-rl eval        --recipe NAME [--model CKPT] [--split test] [--limit N] [--corpus F] [--qa F]
     mcp-rl rollout     --recipe NAME [--n 4] [--model CKPT]
+    mcp-rl prompt      --recipe NAME [--row N] [--model PATH]
+    mcp-rl init        (--config servers.json | --server 'command args') [--name NAME] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -315,6 +317,23 @@ def rollout(
     loaded = _load_for_run(recipe, overrides)
     with _config_errors():
         show_rollouts(loaded, n=n, model_path=model, greedy=greedy)
+
+
+@app.command("prompt")
+def prompt_command(
+    recipe: Annotated[str, typer.Option("--recipe", "-r", help="Recipe name or path to a .yaml file.")],
+    row: Annotated[int, typer.Option("--row", min=0, help="Which training row to show (0 = the first).")] = 0,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Whose tokenizer and chat template (default: the recipe's).")
+    ] = None,
+    overrides: SetOption = None,
+) -> None:
+    """Print the exact first messages a model sees and their token count (starts the servers, no weights)."""
+    from mcp_rl.evaluation import show_prompt
+
+    loaded = _load_for_run(recipe, overrides)
+    with _config_errors():
+        typer.echo(show_prompt(loaded, row=row, model_path=model), nl=False)
 
 
 if __name__ == "__main__":  # `python -m mcp_rl.cli`, for environments without the console script

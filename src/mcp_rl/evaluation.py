@@ -1,4 +1,4 @@
-"""``mcp-rl eval`` and ``mcp-rl rollout``: the same engine as training, greedy, without TRL."""
+"""``mcp-rl eval``, ``mcp-rl rollout`` and ``mcp-rl prompt``: the same engine as training, without TRL."""
 
 from __future__ import annotations
 
@@ -12,10 +12,13 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from mcp_rl.assembly import recipe_parser, tool_pool
 from mcp_rl.configs import Recipe
-from mcp_rl.data import load_qa
-from mcp_rl.models import load_model, pick_dtype
+from mcp_rl.data import check_data, load_qa, load_split
+from mcp_rl.errors import DataError
+from mcp_rl.models import load_model, load_tokenizer, pick_dtype, resolve_model_path
 from mcp_rl.pipeline import RolloutPipeline
+from mcp_rl.prompts import PromptBuilder
 from mcp_rl.rewards import exact_match_score, f1_score
 from mcp_rl.trajectory import Trajectory
 
@@ -143,3 +146,65 @@ def show_rollouts(
             f"F1 {result['f1']:.2f}, finished by {trajectory.finish_reason}"
         )
     return trajectories
+
+
+def _section(title: str, body: str = "") -> str:
+    return f"━━ {title}\n{body}" if body else f"━━ {title}"
+
+
+def show_prompt(recipe: Recipe, *, row: int = 0, model_path: str | None = None) -> str:
+    """The exact first messages of an episode on training row ``row``, part by part, as the model sees them.
+
+    Starts the recipe's servers (for the tool schemas) and loads the tokenizer only, never the weights.
+    Returns the text: system prompt, tool schemas where they are rendered, few-shot turns, the user turn, the
+    chat-templated prompt with its token count, and the frame the engine writes around each observation.
+    """
+    check_data(recipe)
+    rows = [dict(r) for r in load_split(recipe, "train", limit=row + 1)]
+    if row >= len(rows):
+        raise DataError(f"--row {row}: data.train has only {len(rows)} row(s); give --row 0..{len(rows) - 1}")
+    tokenizer = load_tokenizer(resolve_model_path(model_path or recipe.model.name_or_path))
+    with tool_pool(recipe) as pool:
+        tools = pool.tools
+    parser = recipe_parser(recipe)
+    parser.bind_tools([tool.as_dict() for tool in tools])
+    builder = PromptBuilder(recipe.prompt, parser, tools, tokenizer)
+    messages = builder.messages(rows[row])
+    schemas = [tool.as_openai() for tool in tools] if builder.use_template_tools else None
+    text = tokenizer.apply_chat_template(messages, tools=schemas, add_generation_prompt=True, tokenize=False)
+    n_tokens = len(builder.encode(messages))
+
+    def count(piece: str) -> int:
+        return len(tokenizer(piece, add_special_tokens=False)["input_ids"])
+
+    few_shot, model_name = len(recipe.prompt.few_shot), recipe.model.name_or_path
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+    if not tools:
+        where = "no tools (tools.mcpServers is empty)"
+    elif builder.use_template_tools:
+        where = f"{len(tools)} tool schema(s), rendered by the chat template (tools=)"
+    elif recipe.prompt.tools_in == "none":
+        where = f"{len(tools)} tool(s), not described (prompt.tools_in: none)"
+    else:
+        where = f"{len(tools)} tool(s), described in the system prompt by the {recipe.parser.name} parser"
+    parts = [
+        _section(f"recipe {recipe.name}, row {row} of {recipe.data.train}, model {model_path or model_name}"),
+        _section(f"system ({count(system)} tokens)", system) if system else _section("system: none"),
+        _section(f"tools: {where}", json.dumps(schemas, indent=2, ensure_ascii=False) if schemas else ""),
+    ]
+    first = 1 if system else 0
+    for i, message in enumerate(messages[first : first + few_shot], start=1):
+        parts.append(_section(f"few-shot {i}/{few_shot}: {message['role']}", str(message["content"])))
+    parts.append(_section("user (prompt.user_template)", str(messages[-1]["content"])))
+    parts.append(_section(f"chat-templated prompt: {n_tokens} tokens", text))
+    role = recipe.rollout.observation_role
+    before, after = builder.observation_frame(role)
+    parts.append(
+        _section(
+            f"observation frame (rollout.observation_role: {role}; "
+            f"{count(before + after)} tokens around each observation)",
+            f"{before}<observation>{after}",
+        )
+    )
+    parts.append(f"prompt tokens: {n_tokens}")
+    return "\n".join(parts) + "\n"
