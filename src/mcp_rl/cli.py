@@ -286,7 +286,8 @@ def evaluate(
     output: Annotated[str | None, typer.Option("--output", help="Report path (JSON).")] = None,
     overrides: SetOption = None,
 ) -> None:
-    """Greedy rollouts on held-out questions: EM, F1, tool calls per question, failure rates."""
+    """Greedy rollouts on held-out tasks: the recipe's rewards (EM and F1 on QA data), tool calls, failures;
+    the report goes to --output and each episode with its scores to <output>.trajectories.jsonl."""
     from mcp_rl.evaluation import evaluate as run_eval
 
     extra = [f"data.corpus={corpus}"] if corpus else []

@@ -9,10 +9,12 @@ is what TRL logs under ``rewards/<name>/mean``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_rl.rewards.judge import (
@@ -23,6 +25,7 @@ from mcp_rl.rewards.judge import (
     TransformersJudge,
 )
 from mcp_rl.rewards.rules import answer_retrieved, exact_match, f1, format_reward, tool_use
+from mcp_rl.rewards.samples import NOT_COLUMNS
 from mcp_rl.rewards.tool_verify import (
     ToolVerificationReward,
     result_matches_answer,
@@ -269,11 +272,83 @@ def build_reward_functions(
     return functions, weights
 
 
+@dataclass
+class BatchScores:
+    """Each reward's per-sample scores on a batch (``None``: not scored), and the rewards that raised."""
+
+    scores: dict[str, list[float | None]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # reward name -> "ErrorType: message"
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    """``log_extra`` / ``log_metric`` outside a trainer: nothing is logged."""
+
+
+def reward_arguments(trajectories: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The keyword arguments TRL gives a reward for these episodes: ``prompts``, ``completions`` (the
+    conversational form: the model's turns with the observations in place), ``completion_ids``, every dataset
+    column as a list, ``trajectories``, and ``trainer_state``/``log_extra``/``log_metric`` stand-ins."""
+    if len(trajectories) != len(rows):
+        raise ValueError(f"got {len(trajectories)} trajectories for {len(rows)} dataset rows")
+    names = list(dict.fromkeys(key for row in rows for key in row))
+    columns = {
+        name: [row.get(name) for row in rows]
+        for name in names
+        if name not in NOT_COLUMNS and name not in ("prompt", "completion")
+    }
+    return {
+        "prompts": [t.prompt_messages for t in trajectories],
+        "completions": [[{"role": "assistant", "content": t.transcript}] for t in trajectories],
+        "completion_ids": [list(t.completion_ids) for t in trajectories],
+        **columns,
+        "trajectories": list(trajectories),
+        "trainer_state": None,
+        "log_extra": _ignore,
+        "log_metric": _ignore,
+    }
+
+
+def score_batch(
+    functions: Sequence[RewardFunction], trajectories: Sequence[Any], rows: Sequence[Mapping[str, Any]]
+) -> BatchScores:
+    """Call each reward as TRL does (see :func:`reward_arguments`; async ones on the shared loop through
+    ``mcp_rl.bridge.run_sync``) → its scores by display name. A reward that raises or returns the wrong
+    number of scores is recorded in ``errors`` with ``None`` scores; the others still run."""
+    from mcp_rl.bridge import run_sync  # the loop thread starts only when a batch is scored
+
+    kwargs = reward_arguments(trajectories, rows)
+    result = BatchScores()
+    for function in functions:
+        name = str(getattr(function, "__name__", type(function).__name__))
+        try:
+            if is_async_reward(function):
+                values = run_sync(functools.partial(function, **kwargs))
+            else:
+                values = function(**kwargs)
+                if inspect.isawaitable(values):  # a sync callable that hands back an awaitable
+                    values = run_sync(_awaited, values)
+            values = list(values)
+            if len(values) != len(trajectories):
+                raise ValueError(f"returned {len(values)} scores for {len(trajectories)} episodes")
+            result.scores[name] = [None if value is None else float(value) for value in values]
+        except Exception as error:
+            result.errors[name] = f"{type(error).__name__}: {error}"
+            result.scores[name] = [None] * len(trajectories)
+    return result
+
+
 __all__ = [
     "BUILTIN_REWARDS",
+    "BatchScores",
     "RewardFunction",
     "bind_reward",
     "build_reward_functions",
     "import_object",
     "is_async_reward",
+    "reward_arguments",
+    "score_batch",
 ]
