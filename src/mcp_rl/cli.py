@@ -25,13 +25,14 @@ import pkgutil
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from mcp_rl.assembly import tool_pool
 from mcp_rl.configs import Recipe
-from mcp_rl.errors import ConfigError
+from mcp_rl.errors import ConfigError, ServerConfigError
 from mcp_rl.pool import BlockingToolPool, ToolPoolError, ToolSpec
 from mcp_rl.recipe import describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
 from mcp_rl.server_config import load_mcp_servers_file
@@ -335,6 +336,55 @@ def prompt_command(
     loaded = _load_for_run(recipe, overrides)
     with _config_errors():
         typer.echo(show_prompt(loaded, row=row, model_path=model), nl=False)
+
+
+@app.command("init")
+def init(
+    config: ConfigOption = None,
+    server: Annotated[
+        str | None, typer.Option("--server", help="The command that starts a stdio server, quoted.")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Recipe name: writes NAME.yaml and NAME.tasks.jsonl.")
+    ] = None,
+    directory: Annotated[str, typer.Option("--dir", help="Where to write the files.")] = ".",
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per example call.")] = 10.0,
+    force: Annotated[bool, typer.Option("--force", help="Replace files that exist.")] = False,
+) -> None:
+    """Write a starting recipe for MCP servers: connects, calls each tool once (where its schema gives
+    example arguments) for few-shot episodes, picks the parser, and writes template tasks."""
+    from mcp_rl.scaffold import scaffold, server_from_command
+
+    if (config is None) == (server is None):
+        _fail("give exactly one of --config servers.json or --server 'command args'")
+    with _config_errors():
+        if server is not None:
+            server_name, entry = server_from_command(server, name)
+            servers: dict[str, Any] = {server_name: entry}
+        else:
+            servers = _servers_block(config or "")
+        recipe_name = name or (next(iter(servers)) if len(servers) == 1 else Path(config or "").stem)
+        result = scaffold(servers, recipe_name, directory, timeout_s=timeout, overwrite=force)
+    typer.echo(f"wrote {result.recipe_path} (parser {result.parser}) and {result.tasks_path}")
+    for call in result.calls:
+        typer.echo(f"  few-shot: {call.tool}({json.dumps(call.arguments, ensure_ascii=False)}) called")
+    for tool, why in result.skipped.items():
+        typer.echo(f"  few-shot: {tool} not called: {why}")
+    typer.echo(f"next: mcp-rl prompt --recipe {result.recipe_path}")
+
+
+def _servers_block(path: str) -> dict[str, Any]:
+    """The ``mcpServers`` mapping of an MCP client's JSON file, exactly as written there."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ServerConfigError(f"{path}: no such file") from None
+    except json.JSONDecodeError as error:
+        raise ServerConfigError(f"{path}: not valid JSON ({error})") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or not servers:
+        raise ServerConfigError(f'{path}: expected {{"mcpServers": {{name: {{command, args}}}}}}')
+    return servers
 
 
 if __name__ == "__main__":  # `python -m mcp_rl.cli`, for environments without the console script
