@@ -259,3 +259,17 @@ def test_prompt_errors_name_the_row_and_the_columns(
     assert result.returncode == 2
     assert last_line(result.stderr).startswith("prompt.user_template: {word} is not a column of data.train (")
     assert last_line(result.stderr).endswith("its columns: topic, expected, golden_answers")
+
+
+def test_train_and_eval_check_the_data_columns_before_anything_loads_or_is_written(
+    tmp_path: Path, echo_stdio: dict[str, object]
+) -> None:
+    recipe = _echo_recipe(tmp_path, echo_stdio, str(tmp_path / "no-model-needed"))
+    out = tmp_path / "run"
+    for args in (["train", "-o", str(out)], ["eval", "--output", str(out / "eval.json")]):
+        result = run_cli(*args, "--recipe", recipe, "--set", "prompt.user_template=Say {word}")
+        assert result.returncode == 2, result.stderr
+        assert last_line(result.stderr).startswith(
+            "prompt.user_template: {word} is not a column of data.train ("
+        )
+        assert not out.exists()

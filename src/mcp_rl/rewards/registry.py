@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import inspect
+import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from mcp_rl.configs import did_you_mean
 from mcp_rl.rewards.judge import (
     DEFAULT_JUDGE_TEMPLATE,
     JudgeBackend,
@@ -73,18 +78,67 @@ def bind_reward(
     return (_AsyncBoundReward if is_async_reward(function) else _BoundReward)(function, name, options or {})
 
 
-def import_object(path: str) -> Any:
-    """``package.module:attribute`` → the attribute (dots after the colon walk into it)."""
-    module_name, _, attribute = path.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"expected 'package.module:function', got {path!r}")
+def _load_file(file: Path, base_dir: str | Path | None, spec: str) -> Any:
+    """The module of a ``.py`` file (relative to ``base_dir``, default the working directory), loaded once."""
+    resolved = (file if file.is_absolute() else Path(base_dir or Path.cwd()) / file).resolve()
+    if not resolved.is_file():
+        raise ValueError(f"cannot import {spec!r}: no file {resolved}")
+    name = "mcp_rl_user_rewards." + re.sub(r"\W", "_", str(resolved))
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, resolved)
+    if module_spec is None or module_spec.loader is None:
+        raise ValueError(f"cannot import {spec!r}: {resolved} is not a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # before running it, as import does (dataclasses and pickle look it up)
     try:
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"cannot import {path!r}: {error}") from error
+        module_spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]
+        raise ValueError(f"cannot import {spec!r}: {type(error).__name__} in {resolved}: {error}") from error
+    return module
+
+
+def import_object(path: str, base_dir: str | Path | None = None) -> Any:
+    """``package.module:attribute`` or ``path/to/file.py:attribute`` → the attribute (dots after the colon
+    walk into it). A relative file is found from ``base_dir`` (a recipe's folder; default: the working
+    directory). Every failure is a one-line ``ValueError`` saying what was looked for and how to fix it."""
+    module_name, _, attribute = path.rpartition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected 'package.module:function' or 'path/to/file.py:function', got {path!r}")
+    if module_name.endswith(".py"):
+        target: Any = _load_file(Path(module_name).expanduser(), base_dir, path)
+    else:
+        try:
+            target = importlib.import_module(module_name)
+        except ImportError as error:
+            raise ValueError(
+                f"cannot import {path!r}: {error}; install its package or put its folder on PYTHONPATH, "
+                "or name a file next to the recipe as 'file.py:function'"
+            ) from error
+        except Exception as error:  # the module itself failed while running
+            raise ValueError(f"cannot import {path!r}: {type(error).__name__}: {error}") from error
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            found = sorted(n for n in dir(target) if not n.startswith("_") and callable(getattr(target, n)))
+            raise ValueError(
+                f"cannot import {path!r}: {module_name} has no {part!r}"
+                f"{did_you_mean(part, found)}; it has: {', '.join(found[:12]) or 'nothing callable'}"
+            )
+        target = getattr(target, part)
     return target
+
+
+def unknown_options(function: Callable[..., Any], options: Mapping[str, Any]) -> list[str]:
+    """The ``options`` keys ``function`` does not take as keyword arguments (none with ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # builtins and some C callables have no signature: nothing to check
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return []
+    names = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return sorted(key for key in options if key != "label" and key not in names)
 
 
 class _Options:
@@ -351,4 +405,5 @@ __all__ = [
     "is_async_reward",
     "reward_arguments",
     "score_batch",
+    "unknown_options",
 ]
