@@ -192,3 +192,84 @@ def test_recipes_show_a_bad_override_exits_2() -> None:
     result = runner.invoke(app, ["recipes", "show", "search", "--set", "trainer.learning_rat=1"])
     assert result.exit_code == 2
     assert result.stderr == "trainer.learning_rat: not a GRPOConfig field (did you mean learning_rate?)\n"
+
+
+# -- prompt -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The untrained tiny Llama of tests/tiny_models.py and its tokenizer, saved as a model folder."""
+    from tiny_models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer()
+    folder = tmp_path_factory.mktemp("tiny-model")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _echo_recipe(tmp_path: Path, echo_stdio: dict[str, object], model: str, **prompt: object) -> str:
+    tasks = tmp_path / "tasks.csv"
+    tasks.write_text("topic,expected\nalpha,alpha\nbeta,beta\n")
+    recipe = {
+        "model": {"name_or_path": model},
+        "data": {"train": str(tasks), "answer_column": "expected"},
+        "tools": {"mcpServers": {"echo": echo_stdio}},
+        "parser": {"name": "tool_call"},
+        "prompt": {"system": "Use the tools.", "user_template": "Repeat {topic}", **prompt},
+        "rewards": [{"name": "exact_match"}],
+    }
+    path = tmp_path / "echo-tasks.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
+def test_prompt_prints_the_first_messages_and_their_token_count(
+    tmp_path: Path, echo_stdio: dict[str, object], tiny_folder: str
+) -> None:
+    call = '<tool_call>{"name": "echo", "arguments": {"text": "hi"}}</tool_call>'
+    few_shot = [{"role": "user", "content": "Repeat hi"}, {"role": "assistant", "content": call}]
+    recipe = _echo_recipe(tmp_path, echo_stdio, tiny_folder, few_shot=few_shot)
+    result = run_cli("prompt", "--recipe", recipe, "--row", "1")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    # The tiny ChatML template ignores tools=, so the parser describes them in the system prompt.
+    assert "━━ tools: 5 tool(s), described in the system prompt by the tool_call parser" in out
+    assert '"name": "echo"' in out and "Use the tools." in out
+    assert f"━━ few-shot 2/2: assistant\n{call}\n" in out
+    assert "━━ user (prompt.user_template)\nRepeat beta\n" in out  # row 1, not row 0
+    templated = out.split("━━ chat-templated prompt: ")[1].split("\n━━ observation frame")[0]
+    count, _, text = templated.partition(" tokens\n")
+    assert text.endswith("<|im_start|>user\nRepeat beta<|im_end|>\n<|im_start|>assistant\n")
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_folder)
+    assert int(count) == len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert out.endswith(f"prompt tokens: {count}\n")
+    assert "<|im_end|>\n<|im_start|>user\n<observation><|im_end|>\n<|im_start|>assistant\n" in out
+
+
+def test_prompt_errors_name_the_row_and_the_columns(
+    tmp_path: Path, echo_stdio: dict[str, object], tiny_folder: str
+) -> None:
+    recipe = _echo_recipe(tmp_path, echo_stdio, tiny_folder)
+    result = run_cli("prompt", "--recipe", recipe, "--row", "2")
+    assert result.returncode == 2
+    assert last_line(result.stderr) == "--row 2: data.train has only 2 row(s); give --row 0..1"
+    result = run_cli("prompt", "--recipe", recipe, "--set", "prompt.user_template=Say {word}")
+    assert result.returncode == 2
+    assert last_line(result.stderr).startswith("prompt.user_template: {word} is not a column of data.train (")
+    assert last_line(result.stderr).endswith("its columns: topic, expected, golden_answers")
+
+
+def test_train_and_eval_check_the_data_columns_before_anything_loads_or_is_written(
+    tmp_path: Path, echo_stdio: dict[str, object]
+) -> None:
+    recipe = _echo_recipe(tmp_path, echo_stdio, str(tmp_path / "no-model-needed"))
+    out = tmp_path / "run"
+    for args in (["train", "-o", str(out)], ["eval", "--output", str(out / "eval.json")]):
+        result = run_cli(*args, "--recipe", recipe, "--set", "prompt.user_template=Say {word}")
+        assert result.returncode == 2, result.stderr
+        assert last_line(result.stderr).startswith(
+            "prompt.user_template: {word} is not a column of data.train ("
+        )
+        assert not out.exists()

@@ -296,3 +296,103 @@ def test_a_recipe_file_by_path_is_named_after_its_stem(tmp_path: Path) -> None:
     path.write_text("rollout:\n  max_turns: 2\ntrainer:\n  learning_rate: 3e-6\n")
     recipe = load_recipe(str(path))
     assert (recipe.name, recipe.rollout.max_turns, recipe.trainer["learning_rate"]) == ("mine", 2, 3e-6)
+
+
+# -- rewards of your own: file.py:function beside the recipe, package.module:function on the path -------
+REWARDS_PY = '''
+def bonus(*, completions, scale=1.0, **kwargs):
+    """scale for every sample."""
+    return [scale] * len(completions)
+
+
+def strict(*, completions, scale=1.0):
+    return [scale] * len(completions)
+
+
+NOT_A_FUNCTION = 3
+'''
+
+
+def _reward_recipe(folder: Path, *rewards: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "mine.yaml"
+    path.write_text(yaml.safe_dump({"rewards": list(rewards)}))
+    return path
+
+
+def test_a_reward_file_is_found_beside_the_recipe_from_any_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_rl.rewards import build_reward_functions
+
+    folder = tmp_path / "recipes"
+    path = _reward_recipe(folder, {"name": "rewards/mine.py:bonus", "options": {"scale": 2.0}})
+    (folder / "rewards").mkdir()
+    (folder / "rewards" / "mine.py").write_text(REWARDS_PY)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    recipe = load_recipe(str(path))
+    assert recipe.rewards[0].name == f"{folder / 'rewards' / 'mine.py'}:bonus"  # absolute from now on
+    resolved = elsewhere / "resolved.yaml"  # as a run writes it: the absolute path still points at the file
+    resolved.write_text(recipe_to_yaml(recipe))
+    assert load_recipe(str(resolved)).rewards[0].name == recipe.rewards[0].name
+    functions, weights = build_reward_functions(recipe.rewards)
+    assert functions[0](completions=["a", "b"]) == [2.0, 2.0] and weights == [1.0]
+    assert functions[0].__name__ == "bonus"
+
+
+@pytest.mark.parametrize(
+    ("reward", "message"),
+    [
+        (
+            {"name": "missing.py:bonus"},
+            "rewards[0].name: cannot import 'RECIPES/missing.py:bonus': no file RECIPES/missing.py",
+        ),
+        (
+            {"name": "mine.py:bonu"},
+            "rewards[0].name: cannot import 'RECIPES/mine.py:bonu': RECIPES/mine.py has no 'bonu' "
+            "(did you mean bonus?); it has: bonus, strict",
+        ),
+        (
+            {"name": "mine.py:NOT_A_FUNCTION"},
+            "rewards[0].name: 'RECIPES/mine.py:NOT_A_FUNCTION' is int, not a function",
+        ),
+        (
+            {"name": "broken.py:f"},
+            "rewards[0].name: cannot import 'RECIPES/broken.py:f': NameError in RECIPES/broken.py: "
+            "name 'undefined_name' is not defined",
+        ),
+        (
+            {"name": "mine.py:strict", "options": {"scale": 2, "offset": 1}},
+            "rewards[0].options: offset not parameter(s) of strict; remove them from the options or add them "
+            "to the function",
+        ),
+        (
+            {"name": "no_such_package.rewards:score"},
+            "rewards[0].name: cannot import 'no_such_package.rewards:score': No module named "
+            "'no_such_package'; install its package or put its folder on PYTHONPATH, or name a file next to "
+            "the recipe as 'file.py:function'",
+        ),
+        (
+            {"name": "exact_mach"},
+            "rewards[0].name: unknown reward 'exact_mach' (did you mean exact_match?)",
+        ),
+    ],
+)
+def test_a_reward_that_cannot_be_used_is_one_line_at_load(
+    tmp_path: Path, reward: dict[str, Any], message: str
+) -> None:
+    folder = tmp_path / "recipes"
+    path = _reward_recipe(folder, reward)
+    (folder / "mine.py").write_text(REWARDS_PY)
+    (folder / "broken.py").write_text("x = undefined_name\n")
+    with raises_one_line(message.replace("RECIPES", str(folder.resolve()))):
+        load_recipe(str(path))
+
+
+def test_a_package_reward_imports_from_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "my_task_rewards.py").write_text(REWARDS_PY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    recipe = recipe_from_dict({"rewards": [{"name": "my_task_rewards:strict", "options": {"scale": 0.5}}]})
+    assert recipe.rewards[0].name == "my_task_rewards:strict"  # a module path is left as written

@@ -12,6 +12,8 @@ traceback. Any other error is a bug or a failure deep inside training, and keeps
     mcp-rl train       --recipe NAME [--output-dir DIR] [--resume] [--model PATH] [--set k=v ...]
     mcp-rl eval        --recipe NAME [--model CKPT] [--split test] [--limit N] [--corpus F] [--qa F]
     mcp-rl rollout     --recipe NAME [--n 4] [--model CKPT]
+    mcp-rl prompt      --recipe NAME [--row N] [--model PATH]
+    mcp-rl init        (--config servers.json | --server 'command args') [--name NAME] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ import pkgutil
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from mcp_rl.assembly import tool_pool
 from mcp_rl.configs import Recipe
-from mcp_rl.errors import ConfigError
+from mcp_rl.errors import ConfigError, ServerConfigError
 from mcp_rl.pool import BlockingToolPool, ToolPoolError, ToolSpec
 from mcp_rl.recipe import describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
 from mcp_rl.server_config import load_mcp_servers_file
@@ -284,7 +287,8 @@ def evaluate(
     output: Annotated[str | None, typer.Option("--output", help="Report path (JSON).")] = None,
     overrides: SetOption = None,
 ) -> None:
-    """Greedy rollouts on held-out questions: EM, F1, tool calls per question, failure rates."""
+    """Greedy rollouts on held-out tasks: the recipe's rewards (EM and F1 on QA data), tool calls, failures;
+    the report goes to --output and each episode with its scores to <output>.trajectories.jsonl."""
     from mcp_rl.evaluation import evaluate as run_eval
 
     extra = [f"data.corpus={corpus}"] if corpus else []
@@ -315,6 +319,72 @@ def rollout(
     loaded = _load_for_run(recipe, overrides)
     with _config_errors():
         show_rollouts(loaded, n=n, model_path=model, greedy=greedy)
+
+
+@app.command("prompt")
+def prompt_command(
+    recipe: Annotated[str, typer.Option("--recipe", "-r", help="Recipe name or path to a .yaml file.")],
+    row: Annotated[int, typer.Option("--row", min=0, help="Which training row to show (0 = the first).")] = 0,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Whose tokenizer and chat template (default: the recipe's).")
+    ] = None,
+    overrides: SetOption = None,
+) -> None:
+    """Print the exact first messages a model sees and their token count (starts the servers, no weights)."""
+    from mcp_rl.evaluation import show_prompt
+
+    loaded = _load_for_run(recipe, overrides)
+    with _config_errors():
+        typer.echo(show_prompt(loaded, row=row, model_path=model), nl=False)
+
+
+@app.command("init")
+def init(
+    config: ConfigOption = None,
+    server: Annotated[
+        str | None, typer.Option("--server", help="The command that starts a stdio server, quoted.")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Recipe name: writes NAME.yaml and NAME.tasks.jsonl.")
+    ] = None,
+    directory: Annotated[str, typer.Option("--dir", help="Where to write the files.")] = ".",
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per example call.")] = 10.0,
+    force: Annotated[bool, typer.Option("--force", help="Replace files that exist.")] = False,
+) -> None:
+    """Write a starting recipe for MCP servers: connects, calls each tool once (where its schema gives
+    example arguments) for few-shot episodes, picks the parser, and writes template tasks."""
+    from mcp_rl.scaffold import scaffold, server_from_command
+
+    if (config is None) == (server is None):
+        _fail("give exactly one of --config servers.json or --server 'command args'")
+    with _config_errors():
+        if server is not None:
+            server_name, entry = server_from_command(server, name)
+            servers: dict[str, Any] = {server_name: entry}
+        else:
+            servers = _servers_block(config or "")
+        recipe_name = name or (next(iter(servers)) if len(servers) == 1 else Path(config or "").stem)
+        result = scaffold(servers, recipe_name, directory, timeout_s=timeout, overwrite=force)
+    typer.echo(f"wrote {result.recipe_path} (parser {result.parser}) and {result.tasks_path}")
+    for call in result.calls:
+        typer.echo(f"  few-shot: {call.tool}({json.dumps(call.arguments, ensure_ascii=False)}) called")
+    for tool, why in result.skipped.items():
+        typer.echo(f"  few-shot: {tool} not called: {why}")
+    typer.echo(f"next: mcp-rl prompt --recipe {result.recipe_path}")
+
+
+def _servers_block(path: str) -> dict[str, Any]:
+    """The ``mcpServers`` mapping of an MCP client's JSON file, exactly as written there."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ServerConfigError(f"{path}: no such file") from None
+    except json.JSONDecodeError as error:
+        raise ServerConfigError(f"{path}: not valid JSON ({error})") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or not servers:
+        raise ServerConfigError(f'{path}: expected {{"mcpServers": {{name: {{command, args}}}}}}')
+    return servers
 
 
 if __name__ == "__main__":  # `python -m mcp_rl.cli`, for environments without the console script

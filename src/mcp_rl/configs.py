@@ -110,15 +110,26 @@ class DataConfig(Section):
 
     train: str = Field(
         default="fictional",
-        description="Training questions: a built-in dataset name (fictional), a FlashRAG jsonl path, a "
-        "Search-R1 parquet path, or a Hugging Face hub dataset id.",
+        description="Training tasks: a built-in dataset name (fictional), a .jsonl/.json/.csv/.parquet file "
+        "of any columns (FlashRAG and Search-R1 files are converted), a folder of them, or a Hugging Face "
+        "hub dataset id. Every column reaches prompt.user_template and every reward.",
     )
-    train_split: str = Field(default="train", description="Split of `train` to use.")
+    train_split: str = Field(
+        default="train",
+        description="Split of `train` to use: in a folder, <split>.jsonl/.parquet/.json/.csv, else every "
+        "data file named <split>-* or <split>_* or inside <split>/.",
+    )
     eval: str | None = Field(
         default=None,
         description="Evaluation questions, same forms as `train`; null = the train source.",
     )
     eval_split: str = Field(default="test", description="Split of `eval` to use.")
+    answer_column: str | None = Field(
+        default=None,
+        description="Column holding each task's reference answer(s), a string or a list of strings (in a "
+        "CSV, a JSON list); copied as a list of strings into `golden_answers`, where exact_match, f1 and "
+        "eval's EM/F1 read it. null = the first of golden_answers, answers, answer present.",
+    )
     corpus: str | None = Field(
         default=None,
         description="Search-R1 corpus jsonl path or a built-in dataset name (resolved to its corpus.jsonl); "

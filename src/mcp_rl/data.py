@@ -1,32 +1,53 @@
-"""Question/answer datasets as a ``datasets.Dataset`` with ``id``, ``question`` and ``golden_answers``.
+"""Task data of any shape as a ``datasets.Dataset``: QA sets become ``id``/``question``/``golden_answers``.
 
 Sources, tried in this order by :func:`load_qa`:
 
 1. a built-in dataset name (``"fictional"``; see :func:`mcp_rl.datasets.builtin_dataset_dir`);
-2. a local path: a FlashRAG-style ``.jsonl``/``.json`` file (``{"id", "question", "golden_answers"}``), a
-   ``.parquet`` file in the Search-R1 format or with FlashRAG columns, or a folder holding
-   ``<split>.jsonl`` / ``<split>.parquet``;
+2. a local path: a ``.jsonl``, ``.json`` (a list of rows), ``.csv`` or ``.parquet`` file, or a folder. In a
+   folder the split picks ``<split>.jsonl`` (then ``.parquet``, ``.json``, ``.csv``) when there is one, else
+   every data file named ``<split>-*``/``<split>_*`` or inside a ``<split>/`` subfolder, formats mixed;
 3. a dataset id on the Hugging Face hub, through ``datasets.load_dataset`` (only when the source does not
    look like a local path).
 
-Extra columns are kept. Search-R1 rows are converted: the raw question is cut out of the prompt (after the
-last ``Question:``), the answers come from ``reward_model.ground_truth.target``, and ``data_source`` and
-``ability`` are kept; the prompt itself is dropped because our trainer builds its own.
+What comes back depends on the rows (judged per file, on its first row):
+
+* Search-R1 rows (``prompt`` + ``reward_model``, no ``question``) are converted: the raw question is cut
+  out of the prompt (after the last ``Question:``), the answers come from
+  ``reward_model.ground_truth.target``, and ``data_source`` and ``ability`` are kept; the prompt itself is
+  dropped because our trainer builds its own.
+* FlashRAG-like rows (``question`` plus an answer column) get a str ``id``, a stripped ``question`` and
+  ``golden_answers`` as a list of strings; other columns are kept.
+* Any other rows load as they are, every column kept for the prompt template and the rewards.
+
+The answer column is ``answer_column`` when given (a string or a list of strings in each row; a CSV cell may
+hold a JSON list), else the first of :data:`mcp_rl.answers.ANSWER_COLUMNS` present. Its values are always
+copied, normalised to a list of strings, into ``golden_answers`` (where the rule rewards and the EM/F1 of
+``mcp-rl eval`` look); a configured column is also kept under its own name.
+
+:func:`check_data` checks a recipe's data against its prompt template, answer column and rewards before a
+model loads or anything is written.
 """
 
 from __future__ import annotations
 
+import csv
 import json
-from collections.abc import Iterable, Mapping
+import re
+import string
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import datasets
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mcp_rl.answers import ANSWER_COLUMNS, golden_list
 from mcp_rl.datasets import available_datasets, builtin_dataset_dir
 from mcp_rl.errors import DataError
+
+if TYPE_CHECKING:
+    from mcp_rl.configs import Recipe
 
 FLASHRAG_FORMAT = '{"id": str, "question": str, "golden_answers": [str, ...]} (one JSON object a line)'
 SEARCH_R1_FORMAT = (
@@ -34,38 +55,102 @@ SEARCH_R1_FORMAT = (
     '"reward_model": {"style", "ground_truth": {"target": [answers]}}, "extra_info": {"split", "index"}}'
 )
 QUESTION_MARKER = "Question:"
+DATA_SUFFIXES = (".jsonl", ".parquet", ".json", ".csv")  # a folder's <split>.<suffix> is looked for in order
+# Built-in rewards that compare the final answer with the golden answers (and fail without them).
+ANSWER_REWARDS = ("exact_match", "f1", "answer_retrieved")
 _SEARCH_R1_DROPPED = ("prompt", "reward_model", "extra_info")
 
 
-def load_qa(source: str, split: str = "train", limit: int | None = None) -> datasets.Dataset:
-    """Load a QA dataset as columns ``id`` (str), ``question`` (str), ``golden_answers`` (list[str]) + extras.
+def load_qa(
+    source: str, split: str = "train", limit: int | None = None, *, answer_column: str | None = None
+) -> datasets.Dataset:
+    """Load task rows: QA formats converted (see the module doc), any other columns as they are.
 
-    ``split`` picks the file of a built-in dataset or a local folder, or the hub split; a single local file
-    is taken whole. ``limit`` keeps the first ``limit`` rows.
+    ``split`` picks the file(s) of a built-in dataset or a local folder, or the hub split; a single local file
+    is taken whole. ``limit`` keeps the first ``limit`` rows. ``answer_column`` names the column holding the
+    reference answer(s) (default: the first of ``golden_answers``, ``answers``, ``answer`` present).
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
     if source in available_datasets():
-        return _load_path(_split_file(builtin_dataset_dir(source), split, source), split, limit)
+        return _load_files(
+            _split_files(builtin_dataset_dir(source), split, source), split, limit, answer_column
+        )
     path = Path(source).expanduser()
     if path.exists():
-        if path.is_dir():
-            path = _split_file(path, split, source)
-        return _load_path(path, split, limit)
+        files = _split_files(path, split, source) if path.is_dir() else [path]
+        return _load_files(files, split, limit, answer_column)
     if _looks_like_path(source):
         raise DataError(
             f"dataset file or folder not found: {source!r}. Expected a built-in name "
-            f"({', '.join(available_datasets()) or 'none'}), a FlashRAG .jsonl, a Search-R1 .parquet, "
-            "a folder with <split>.jsonl/.parquet, or a hub dataset id."
+            f"({', '.join(available_datasets()) or 'none'}), a .jsonl/.json/.csv/.parquet file, "
+            "a folder with <split>.jsonl/.parquet/.csv, or a hub dataset id."
         )
-    return _load_hub(source, split, limit)
+    return _load_hub(source, split, limit, answer_column)
+
+
+def load_split(
+    recipe: Recipe, part: Literal["train", "eval"], split: str | None = None, limit: int | None = None
+) -> datasets.Dataset:
+    """The recipe's train or eval rows (eval falls back to the train source), with its answer column."""
+    data = recipe.data
+    source = data.train if part == "train" else (data.eval or data.train)
+    default_split = data.train_split if part == "train" else data.eval_split
+    return load_qa(source, split or default_split, limit, answer_column=data.answer_column)
+
+
+def template_fields(template: str) -> list[str]:
+    """The row columns a ``str.format`` template reads: ``'{question} ({meta[year]})'`` → question, meta."""
+    fields = []
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field:
+            name = re.split(r"[.\[]", field, maxsplit=1)[0]
+            if name and not name.isdigit() and name not in fields:
+                fields.append(name)
+    return fields
+
+
+def check_data(
+    recipe: Recipe, part: Literal["train", "eval"] = "train", split: str | None = None
+) -> list[str]:
+    """Check that the recipe's data has the columns its prompt template, answer column and rewards read.
+
+    Reads the first row only, so it is cheap to call before the model loads or anything is written. Every
+    problem is a one-line ``DataError`` naming the recipe field, the missing column and the columns the
+    data has. Returns those columns.
+    """
+    data = recipe.data
+    field = "data.train" if part == "train" or data.eval is None else "data.eval"
+    source = data.train if field == "data.train" else str(data.eval)
+    used_split = split or (data.train_split if part == "train" else data.eval_split)
+    columns = list(load_split(recipe, part, used_split, limit=1).column_names)
+    where = f"{field} ({source}, split {used_split})"
+    listed = ", ".join(columns) or "none"
+    for name in template_fields(recipe.prompt.user_template):
+        if name not in columns:
+            raise DataError(
+                f"prompt.user_template: {{{name}}} is not a column of {where}; its columns: {listed}"
+            )
+    has_answers = any(name in columns for name in ("golden_answers", *ANSWER_COLUMNS))
+    for i, reward in enumerate(recipe.rewards):
+        if reward.name in ANSWER_REWARDS and not has_answers:
+            raise DataError(
+                f"rewards[{i}].name: {reward.name} compares the answer with reference answers, but {where} "
+                f"has no answer column; its columns: {listed}; "
+                "set data.answer_column to the one that holds them"
+            )
+    return columns
 
 
 def qa_from_rows(
-    rows: Iterable[Mapping[str, Any]], split: str = "train", origin: str = "rows"
+    rows: Iterable[Mapping[str, Any]],
+    split: str = "train",
+    origin: str = "rows",
+    *,
+    answer_column: str | None = None,
 ) -> datasets.Dataset:
-    """Convert in-memory rows (FlashRAG or Search-R1 shaped, e.g. ``DataFrame.to_dict("records")``)."""
-    return _to_dataset([dict(r) for r in rows], origin, split)
+    """Convert in-memory rows (any shape, e.g. ``DataFrame.to_dict("records")``) as :func:`load_qa` does."""
+    return _to_dataset(_convert_rows([dict(r) for r in rows], origin, split, answer_column), origin)
 
 
 def question_from_prompt(content: str) -> str:
@@ -84,37 +169,66 @@ def _looks_like_path(source: str) -> bool:
     # one "/" can only be meant as a local path.
     suffix = Path(source).suffix.lower()
     return (
-        suffix in {".jsonl", ".json", ".parquet"}
+        suffix in DATA_SUFFIXES
         or source.startswith((".", "~", "/"))
         or source.count("/") > 1
         or "\\" in source
     )
 
 
-def _split_file(folder: Path, split: str, source: str) -> Path:
-    for ext in (".jsonl", ".parquet", ".json"):
+def _data_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in DATA_SUFFIXES)
+
+
+def _split_files(folder: Path, split: str, source: str) -> list[Path]:
+    """The files of ``split`` in ``folder``: ``<split>.<ext>``, else its shards or its subfolder."""
+    for ext in DATA_SUFFIXES:
         candidate = folder / f"{split}{ext}"
         if candidate.is_file():
-            return candidate
-    found = sorted(p.name for p in folder.iterdir() if p.suffix in {".jsonl", ".parquet", ".json"})
+            return [candidate]
+    files = _data_files(folder)
+    shards = [p for p in files if p.stem.startswith((f"{split}-", f"{split}_"))]
+    if not shards and (folder / split).is_dir():
+        shards = _data_files(folder / split)
+    if shards:
+        return shards
     raise DataError(
-        f"no {split}.jsonl or {split}.parquet for split {split!r} in {source!r} ({folder}); "
-        f"files there: {', '.join(found) or 'none'}"
+        f"no {split}.jsonl, {split}.parquet or {split}.csv for split {split!r} in {source!r} ({folder}); "
+        f"files there: {', '.join(p.name for p in files) or 'none'}"
     )
 
 
-def _load_path(path: Path, split: str, limit: int | None) -> datasets.Dataset:
+def _read_rows(path: Path, limit: int | None) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         table = pq.read_table(path)
         if limit is not None:
             table = table.slice(0, limit)
-        rows = table.to_pylist()
-    elif suffix in {".jsonl", ".json"}:
-        rows = _read_json_rows(path, limit)
-    else:
-        raise DataError(f"unsupported dataset file {path}: expected .jsonl, .json or .parquet")
-    return _to_dataset(rows, str(path), split)
+        return table.to_pylist()
+    if suffix in {".jsonl", ".json"}:
+        return _read_json_rows(path, limit)
+    if suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = []
+            for row in csv.DictReader(handle):
+                if limit is not None and len(rows) >= limit:
+                    break
+                rows.append(dict(row))
+            return rows
+    raise DataError(f"unsupported dataset file {path}: expected .jsonl, .json, .csv or .parquet")
+
+
+def _load_files(
+    files: Sequence[Path], split: str, limit: int | None, answer_column: str | None
+) -> datasets.Dataset:
+    rows: list[dict[str, Any]] = []
+    for path in files:
+        left = None if limit is None else limit - len(rows)
+        if left == 0:
+            break
+        rows += _convert_rows(_read_rows(path, left), str(path), split, answer_column, offset=len(rows))
+    origin = str(files[0]) if len(files) == 1 else f"{files[0].parent} ({len(files)} files)"
+    return _to_dataset(rows, origin)
 
 
 def _read_json_rows(path: Path, limit: int | None) -> list[dict[str, Any]]:
@@ -132,36 +246,82 @@ def _read_json_rows(path: Path, limit: int | None) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as err:
-            raise ValueError(
-                f"{path}:{lineno}: not valid JSON ({err.msg}); expected {FLASHRAG_FORMAT}"
+            raise DataError(
+                f"{path}:{lineno}: not valid JSON ({err.msg}); expected one JSON object a line, "
+                f"e.g. {FLASHRAG_FORMAT}"
             ) from err
         if not isinstance(row, dict):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
         rows.append(row)
     return rows
 
 
-def _load_hub(source: str, split: str, limit: int | None) -> datasets.Dataset:
+def _load_hub(source: str, split: str, limit: int | None, answer_column: str | None) -> datasets.Dataset:
     try:
         ds = datasets.load_dataset(source, split=split)
     except Exception as err:
-        raise ValueError(
+        raise DataError(
             f"{source!r} is not a built-in dataset ({', '.join(available_datasets()) or 'none'}) nor an "
             f"existing local path, and loading it from the Hugging Face hub failed (is a hub reachable from "
             f"here?): {type(err).__name__}: {err}"
         ) from err
     if not isinstance(ds, datasets.Dataset):
-        raise ValueError(f"hub dataset {source!r} split {split!r} did not load as a single Dataset")
+        raise DataError(f"hub dataset {source!r} split {split!r} did not load as a single Dataset")
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
-    return _to_dataset(ds.to_list(), source, split)
+    return _to_dataset(_convert_rows(ds.to_list(), source, split, answer_column), source)
 
 
 def _is_search_r1(row: Mapping[str, Any]) -> bool:
     return "question" not in row and "prompt" in row and "reward_model" in row
 
 
-def _to_dataset(rows: list[dict[str, Any]], origin: str, split: str) -> datasets.Dataset:
+def _is_flashrag(row: Mapping[str, Any], answer_column: str | None) -> bool:
+    return "question" in row and any(
+        key in row for key in ([answer_column] if answer_column else ANSWER_COLUMNS)
+    )
+
+
+def _convert_rows(
+    rows: list[dict[str, Any]], origin: str, split: str, answer_column: str | None, offset: int = 0
+) -> list[dict[str, Any]]:
+    """One file's rows in our shape; the first row decides the format (Search-R1, FlashRAG-like or as is)."""
+    if not rows:
+        return []
+    if answer_column is not None and answer_column not in rows[0]:
+        raise DataError(
+            f"data.answer_column: {answer_column!r} is not a column of {origin}; "
+            f"its columns: {', '.join(rows[0]) or 'none'}"
+        )
+    first = rows[0]
+    if _is_search_r1(first):
+        converted = [_from_search_r1(row, offset + i, origin, split) for i, row in enumerate(rows)]
+        if answer_column is None:
+            return converted
+        for row, out in zip(rows, converted, strict=True):
+            out[answer_column] = row.get(answer_column)
+            out["golden_answers"] = _checked_answers(row.get(answer_column), out["id"], origin)
+        return converted
+    if _is_flashrag(first, answer_column):
+        return [_from_flashrag(row, offset + i, origin, split, answer_column) for i, row in enumerate(rows)]
+    return [_as_is(row, offset + i, origin, answer_column) for i, row in enumerate(rows)]
+
+
+def _as_is(row: Mapping[str, Any], i: int, origin: str, answer_column: str | None) -> dict[str, Any]:
+    """A row of any columns, kept whole; its answer column (if any) also copied into ``golden_answers``."""
+    out = dict(row)
+    key = answer_column or next((k for k in ANSWER_COLUMNS if k in row), None)
+    if key is not None:
+        if key not in row:
+            raise DataError(
+                f"data.answer_column: row {i} of {origin} has no column {key!r}; "
+                f"its columns: {', '.join(row)}"
+            )
+        out["golden_answers"] = _checked_answers(row[key], str(row.get("id", i)), origin)
+    return out
+
+
+def _to_dataset(rows: list[dict[str, Any]], origin: str) -> datasets.Dataset:
     if not rows:
         features = datasets.Features(
             {
@@ -171,23 +331,50 @@ def _to_dataset(rows: list[dict[str, Any]], origin: str, split: str) -> datasets
             }
         )
         return datasets.Dataset.from_dict({"id": [], "question": [], "golden_answers": []}, features=features)
-    convert = _from_search_r1 if _is_search_r1(rows[0]) else _from_flashrag
     # The converters already return str ids/questions and list[str] answers, so the inferred types are right
-    # (no numeric id or year column can come back as ints).
-    return datasets.Dataset.from_list([convert(row, i, origin, split) for i, row in enumerate(rows)])
+    # (no numeric id or year column can come back as ints). Other columns must keep one type each.
+    try:
+        return datasets.Dataset.from_list(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        pass
+    # Files of mixed formats disagree on types (a CSV's "2" beside a jsonl's 2): such scalar columns become
+    # text, as a CSV would have them; a column mixing lists or mappings with other values is an error.
+    kinds: dict[str, set[type]] = {}
+    for row in rows:
+        for key, value in row.items():
+            if value is not None:
+                kinds.setdefault(key, set()).add(type(value))
+    mixed = [key for key, types in kinds.items() if len(types) > 1]
+    for key in mixed:
+        if not kinds[key] <= {str, int, float, bool}:
+            names = ", ".join(sorted(t.__name__ for t in kinds[key]))
+            raise DataError(
+                f"{origin}: column {key!r} holds values of different types ({names}); give it one"
+            )
+    fixed = [{k: (str(v) if k in mixed and v is not None else v) for k, v in row.items()} for row in rows]
+    try:
+        return datasets.Dataset.from_list(fixed)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as err:
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DataError(
+            f"{origin}: the rows do not form a table ({message}); give each column one type in every row"
+        ) from err
 
 
-def _from_flashrag(row: Mapping[str, Any], i: int, origin: str, split: str) -> dict[str, Any]:
+def _from_flashrag(
+    row: Mapping[str, Any], i: int, origin: str, split: str, answer_column: str | None = None
+) -> dict[str, Any]:
     if "question" not in row:
-        raise ValueError(
-            f"{origin}: row {i} has no 'question' column (columns: {sorted(row)}); expected the FlashRAG "
-            f"format {FLASHRAG_FORMAT} or the Search-R1 parquet format {SEARCH_R1_FORMAT}"
+        raise DataError(
+            f"{origin}: row {i} has no 'question' column (columns: {', '.join(row)}); expected the FlashRAG "
+            f"format {FLASHRAG_FORMAT} like the first row, or the Search-R1 parquet format {SEARCH_R1_FORMAT}"
         )
-    key = next((k for k in ANSWER_COLUMNS if k in row), None)
+    candidates = [answer_column] if answer_column else ANSWER_COLUMNS
+    key = next((k for k in candidates if k in row), None)
     if key is None:
-        raise ValueError(
-            f"{origin}: row {i} has no 'golden_answers' column (columns: {sorted(row)}); "
-            f"expected {FLASHRAG_FORMAT}"
+        raise DataError(
+            f"{origin}: row {i} has no {candidates[0]!r} column (columns: {', '.join(row)}) unlike the "
+            f"first row; expected {FLASHRAG_FORMAT}"
         )
     rid = str(row["id"]) if row.get("id") is not None else f"{split}_{i}"
     out: dict[str, Any] = {
@@ -195,7 +382,9 @@ def _from_flashrag(row: Mapping[str, Any], i: int, origin: str, split: str) -> d
         "question": str(row["question"]).strip(),
         "golden_answers": _checked_answers(row[key], rid, origin),
     }
-    out.update((k, v) for k, v in row.items() if k not in out and k not in ANSWER_COLUMNS)
+    # The alias a QA set used is dropped (golden_answers holds it); a configured column is kept as it is.
+    dropped = set(ANSWER_COLUMNS) - {answer_column}
+    out.update((k, v) for k, v in row.items() if k not in out and k not in dropped)
     return out
 
 
@@ -203,7 +392,7 @@ def _from_search_r1(row: Mapping[str, Any], i: int, origin: str, split: str) -> 
     prompt = row.get("prompt")
     messages = prompt.tolist() if hasattr(prompt, "tolist") else prompt
     if not messages or not all(isinstance(m, Mapping) and "content" in m for m in messages):
-        raise ValueError(
+        raise DataError(
             f"{origin}: row {i} has no usable 'prompt' (a list of {{role, content}} messages); "
             f"expected the Search-R1 format {SEARCH_R1_FORMAT}"
         )
@@ -211,7 +400,7 @@ def _from_search_r1(row: Mapping[str, Any], i: int, origin: str, split: str) -> 
     reward = row.get("reward_model") or {}
     truth = reward.get("ground_truth") if isinstance(reward, Mapping) else None
     if not isinstance(truth, Mapping) or "target" not in truth:
-        raise ValueError(
+        raise DataError(
             f"{origin}: row {i} has no 'reward_model.ground_truth.target' column; "
             f"expected the Search-R1 format {SEARCH_R1_FORMAT}"
         )
@@ -231,12 +420,24 @@ def _from_search_r1(row: Mapping[str, Any], i: int, origin: str, split: str) -> 
     return out
 
 
+def _json_list(value: Any) -> Any:
+    """A CSV cell spelling a JSON list (``["a", "b"]``) as that list; anything else unchanged."""
+    if isinstance(value, str) and value.strip().startswith("[") and value.strip().endswith("]"):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        return parsed if isinstance(parsed, list) else value
+    return value
+
+
 def _checked_answers(value: Any, rid: str, origin: str) -> list[str]:
+    value = _json_list(value)
     try:
         answers = [a.strip() for a in golden_list(value) if a.strip()]
     except ValueError as err:  # a dict without an answer key: say which question
-        raise ValueError(f"{origin}: question {rid!r}: {err}") from err
+        raise DataError(f"{origin}: question {rid!r}: {err}") from err
     if not answers:
         # An exact-match reward against no answers is always 0: better to stop here than train on noise.
-        raise ValueError(f"{origin}: question {rid!r} has no golden answers")
+        raise DataError(f"{origin}: question {rid!r} has no golden answers")
     return answers

@@ -1,4 +1,4 @@
-"""``mcp-rl eval`` and ``mcp-rl rollout``: the same engine as training, greedy, without TRL."""
+"""``mcp-rl eval``, ``mcp-rl rollout`` and ``mcp-rl prompt``: the same engine as training, without TRL."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from mcp_rl.assembly import recipe_parser, tool_pool
 from mcp_rl.configs import Recipe
-from mcp_rl.data import load_qa
-from mcp_rl.models import load_model, pick_dtype
+from mcp_rl.data import check_data, load_split
+from mcp_rl.errors import DataError
+from mcp_rl.models import load_model, load_tokenizer, pick_dtype, resolve_model_path
 from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.rewards import exact_match_score, f1_score
+from mcp_rl.prompts import PromptBuilder
+from mcp_rl.rewards import build_reward_functions, exact_match_score, f1_score, score_batch
 from mcp_rl.trajectory import Trajectory
 
 
@@ -46,6 +49,46 @@ def score(trajectory: Trajectory, golds: Sequence[str]) -> dict[str, float]:
     return {"em": exact_match_score(trajectory.answer, golds), "f1": f1_score(trajectory.answer, golds)}
 
 
+def _user_text(trajectory: Trajectory) -> str:
+    users = [m for m in trajectory.prompt_messages if m.get("role") == "user"]
+    return str(users[-1].get("content") or "") if users else ""
+
+
+class RecipeScorer:
+    """The recipe's own reward functions on finished episodes, batch by batch, as TRL would call them.
+
+    A reward that raises is skipped for that batch and counted in ``errors`` (episodes it could not score,
+    and its first message); it never stops an evaluation.
+    """
+
+    def __init__(self, recipe: Recipe, pool: Any) -> None:
+        self.functions, self.weights = build_reward_functions(recipe.rewards, pool)
+        self.names = [str(getattr(f, "__name__", f)) for f in self.functions]
+        self.errors: dict[str, dict[str, Any]] = {}
+
+    def __call__(
+        self, trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]]
+    ) -> list[dict[str, float | None]]:
+        """Per-episode ``{reward name: score or None}`` for one batch."""
+        scored = score_batch(self.functions, trajectories, rows)
+        for name, message in scored.errors.items():
+            entry = self.errors.setdefault(name, {"episodes": 0, "first_error": message})
+            entry["episodes"] += len(trajectories)
+        return [{name: scored.scores[name][i] for name in self.names} for i in range(len(trajectories))]
+
+    def total(self, scores: dict[str, float | None]) -> float | None:
+        """The weighted sum TRL trains on (unscored rewards left out); None when nothing scored."""
+        parts = [
+            w * scores[n] for n, w in zip(self.names, self.weights, strict=True) if scores[n] is not None
+        ]
+        return sum(parts) if parts else None
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
 def evaluate(
     recipe: Recipe,
     *,
@@ -55,16 +98,25 @@ def evaluate(
     batch_size: int = 64,
     output: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Greedy episodes on held-out questions: EM, F1, tool use and failures; writes a JSON report."""
+    """Greedy episodes on held-out tasks scored by the recipe's own rewards (and EM/F1 on QA data), tool use
+    and failures; writes a JSON report and one line per episode to ``<output>.trajectories.jsonl``."""
+    check_data(recipe, "eval", split)  # a missing column fails before the model loads
     source = recipe.data.eval or recipe.data.train
-    dataset = load_qa(source, split or recipe.data.eval_split, limit or recipe.data.eval_limit)
-    rows = [dict(row) for row in dataset]
+    rows = [dict(row) for row in load_split(recipe, "eval", split, limit or recipe.data.eval_limit)]
     started = time.monotonic()
     trajectories: list[Trajectory] = []
+    rewards: list[dict[str, float | None]] = []
     with recipe_pipeline(recipe, model_path) as pipeline:
+        scorer = RecipeScorer(recipe, pipeline.pool)
         for start in tqdm(range(0, len(rows), batch_size), desc="eval", unit="batch"):
-            trajectories += pipeline.rollout_rows(rows[start : start + batch_size], greedy=True)
+            batch = rows[start : start + batch_size]
+            done = pipeline.rollout_rows(batch, greedy=True)
+            trajectories += done
+            rewards += scorer(done, batch)  # while the servers still run: tool-verified rewards call them
     report = report_for(trajectories, rows)
+    report["reward"] = _mean([scorer.total(r) for r in rewards])
+    report["rewards"] = {name: _mean([r[name] for r in rewards]) for name in scorer.names}
+    report["reward_errors"] = scorer.errors
     report.update(
         recipe=recipe.name,
         model=recipe.model.name_or_path,
@@ -78,39 +130,44 @@ def evaluate(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2))
         with path.with_suffix(".trajectories.jsonl").open("w") as out:
-            for trajectory, row in zip(trajectories, rows, strict=True):
-                record = {
-                    **trajectory.to_dict(),
-                    "question": row["question"],
-                    "golden_answers": row["golden_answers"],
-                }
+            for trajectory, row, scores in zip(trajectories, rows, rewards, strict=True):
+                record = {**trajectory.to_dict(), "task": _user_text(trajectory), "row": row}
                 record.pop("prompt_messages")
-                out.write(
-                    json.dumps({**record, **score(trajectory, row["golden_answers"])}, default=str) + "\n"
-                )
+                record["rewards"] = scores
+                record["reward"] = scorer.total(scores)
+                if row.get("golden_answers") is not None:
+                    record.update(score(trajectory, row["golden_answers"]))
+                out.write(json.dumps(record, default=str) + "\n")
     return report
 
 
 def report_for(trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Tool use, failures and finish reasons; EM and F1 (by hops too) when every row has golden answers."""
     n = max(1, len(trajectories))
-    scores = [score(t, row["golden_answers"]) for t, row in zip(trajectories, rows, strict=True)]
     calls = [c for t in trajectories for c in t.calls]
     failures = Counter(c.failure for c in calls if c.failure)
-    report: dict[str, Any] = {
-        "n": len(trajectories),
-        "em": sum(s["em"] for s in scores) / n,
-        "f1": sum(s["f1"] for s in scores) / n,
-        "tool_calls_per_question": len(calls) / n,
-        "searched": sum(bool(t.calls) for t in trajectories) / n,
-        "answered": sum(t.answer is not None for t in trajectories) / n,
-        "call_failure_rate": sum(failures.values()) / len(calls) if calls else 0.0,
-        "failures_by_kind": dict(failures),
-        "parse_error_rate": sum(bool(turn.parse_errors) for t in trajectories for turn in t.turns)
-        / max(1, sum(len(t.turns) for t in trajectories)),
-        "finish_reasons": dict(Counter(t.finish_reason for t in trajectories)),
-    }
+    report: dict[str, Any] = {"n": len(trajectories)}
+    qa = bool(rows) and all(row.get("golden_answers") is not None for row in rows)
+    scores = (
+        [score(t, row["golden_answers"]) for t, row in zip(trajectories, rows, strict=True)] if qa else []
+    )
+    if qa:
+        report["em"] = sum(s["em"] for s in scores) / n
+        report["f1"] = sum(s["f1"] for s in scores) / n
+    report.update(
+        {
+            "tool_calls_per_question": len(calls) / n,
+            "searched": sum(bool(t.calls) for t in trajectories) / n,
+            "answered": sum(t.answer is not None for t in trajectories) / n,
+            "call_failure_rate": sum(failures.values()) / len(calls) if calls else 0.0,
+            "failures_by_kind": dict(failures),
+            "parse_error_rate": sum(bool(turn.parse_errors) for t in trajectories for turn in t.turns)
+            / max(1, sum(len(t.turns) for t in trajectories)),
+            "finish_reasons": dict(Counter(t.finish_reason for t in trajectories)),
+        }
+    )
     hops = Counter(row.get("hops") for row in rows if row.get("hops") is not None)
-    if hops:
+    if hops and qa:
         report["em_by_hops"] = {
             str(h): sum(s["em"] for s, row in zip(scores, rows, strict=True) if row.get("hops") == h) / count
             for h, count in sorted(hops.items())
@@ -121,12 +178,15 @@ def report_for(trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]
 def show_rollouts(
     recipe: Recipe, *, n: int = 4, model_path: str | None = None, greedy: bool = False
 ) -> list[Trajectory]:
-    """Print a few episodes turn by turn — what the model wrote, the call, the observation, the score."""
-    rows = [dict(row) for row in load_qa(recipe.data.train, recipe.data.train_split, n)]
+    """Print a few episodes turn by turn — what the model wrote, the call, the observation, the scores."""
+    check_data(recipe)
+    rows = [dict(row) for row in load_split(recipe, "train", limit=n)]
     with recipe_pipeline(recipe, model_path) as pipeline:
         trajectories = pipeline.rollout_rows(rows, greedy=greedy)
-    for index, (trajectory, row) in enumerate(zip(trajectories, rows, strict=True), start=1):
-        print(f"\n━━ episode {index}: {row['question']}")
+        scorer = RecipeScorer(recipe, pipeline.pool)
+        rewards = scorer(trajectories, rows)
+    for index, (trajectory, row, scores) in enumerate(zip(trajectories, rows, rewards, strict=True), start=1):
+        print(f"\n━━ episode {index}: {_user_text(trajectory)}")
         for number, turn in enumerate(trajectory.turns, start=1):
             print(f"  [model {number}] {turn.text.strip()}")
             for call in turn.calls:
@@ -137,9 +197,72 @@ def show_rollouts(
                 print(f"  [parse error] {error}")
             if turn.observation:
                 print("  [observation] " + turn.observation.strip().replace("\n", "\n                ")[:600])
-        result = score(trajectory, row["golden_answers"])
-        print(
-            f"  → answer {trajectory.answer!r}, gold {row['golden_answers']}, EM {result['em']:.0f}, "
-            f"F1 {result['f1']:.2f}, finished by {trajectory.finish_reason}"
-        )
+        shown = ", ".join(f"{k} {'-' if v is None else f'{v:.2f}'}" for k, v in scores.items())
+        golds = f", gold {row['golden_answers']}" if row.get("golden_answers") is not None else ""
+        ending = f"finished by {trajectory.finish_reason}"
+        print(f"  → answer {trajectory.answer!r}{golds}; rewards: {shown}; {ending}")
+    for name, error in scorer.errors.items():
+        print(f"reward {name} failed: {error['first_error']}")
     return trajectories
+
+
+def _section(title: str, body: str = "") -> str:
+    return f"━━ {title}\n{body}" if body else f"━━ {title}"
+
+
+def show_prompt(recipe: Recipe, *, row: int = 0, model_path: str | None = None) -> str:
+    """The exact first messages of an episode on training row ``row``, part by part, as the model sees them.
+
+    Starts the recipe's servers (for the tool schemas) and loads the tokenizer only, never the weights.
+    Returns the text: system prompt, tool schemas where they are rendered, few-shot turns, the user turn, the
+    chat-templated prompt with its token count, and the frame the engine writes around each observation.
+    """
+    check_data(recipe)
+    rows = [dict(r) for r in load_split(recipe, "train", limit=row + 1)]
+    if row >= len(rows):
+        raise DataError(f"--row {row}: data.train has only {len(rows)} row(s); give --row 0..{len(rows) - 1}")
+    tokenizer = load_tokenizer(resolve_model_path(model_path or recipe.model.name_or_path))
+    with tool_pool(recipe) as pool:
+        tools = pool.tools
+    parser = recipe_parser(recipe)
+    parser.bind_tools([tool.as_dict() for tool in tools])
+    builder = PromptBuilder(recipe.prompt, parser, tools, tokenizer)
+    messages = builder.messages(rows[row])
+    schemas = [tool.as_openai() for tool in tools] if builder.use_template_tools else None
+    text = tokenizer.apply_chat_template(messages, tools=schemas, add_generation_prompt=True, tokenize=False)
+    n_tokens = len(builder.encode(messages))
+
+    def count(piece: str) -> int:
+        return len(tokenizer(piece, add_special_tokens=False)["input_ids"])
+
+    few_shot, model_name = len(recipe.prompt.few_shot), recipe.model.name_or_path
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+    if not tools:
+        where = "no tools (tools.mcpServers is empty)"
+    elif builder.use_template_tools:
+        where = f"{len(tools)} tool schema(s), rendered by the chat template (tools=)"
+    elif recipe.prompt.tools_in == "none":
+        where = f"{len(tools)} tool(s), not described (prompt.tools_in: none)"
+    else:
+        where = f"{len(tools)} tool(s), described in the system prompt by the {recipe.parser.name} parser"
+    parts = [
+        _section(f"recipe {recipe.name}, row {row} of {recipe.data.train}, model {model_path or model_name}"),
+        _section(f"system ({count(system)} tokens)", system) if system else _section("system: none"),
+        _section(f"tools: {where}", json.dumps(schemas, indent=2, ensure_ascii=False) if schemas else ""),
+    ]
+    first = 1 if system else 0
+    for i, message in enumerate(messages[first : first + few_shot], start=1):
+        parts.append(_section(f"few-shot {i}/{few_shot}: {message['role']}", str(message["content"])))
+    parts.append(_section("user (prompt.user_template)", str(messages[-1]["content"])))
+    parts.append(_section(f"chat-templated prompt: {n_tokens} tokens", text))
+    role = recipe.rollout.observation_role
+    before, after = builder.observation_frame(role)
+    parts.append(
+        _section(
+            f"observation frame (rollout.observation_role: {role}; "
+            f"{count(before + after)} tokens around each observation)",
+            f"{before}<observation>{after}",
+        )
+    )
+    parts.append(f"prompt tokens: {n_tokens}")
+    return "\n".join(parts) + "\n"

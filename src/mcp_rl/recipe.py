@@ -123,18 +123,29 @@ def load_recipe(name_or_path: str, overrides: Sequence[str] = (), *, check_train
     seconds, for callers that never train (``mcp-rl tools``).
     """
     path = find_recipe(name_or_path)
-    return recipe_from_dict(_read_yaml(path), overrides, name=path.stem, check_trainer=check_trainer)
+    return recipe_from_dict(
+        _read_yaml(path), overrides, name=path.stem, check_trainer=check_trainer, base_dir=path.parent
+    )
 
 
 def recipe_from_dict(
-    raw: Mapping[str, Any], overrides: Sequence[str] = (), *, name: str = "recipe", check_trainer: bool = True
+    raw: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    *,
+    name: str = "recipe",
+    check_trainer: bool = True,
+    base_dir: str | Path | None = None,
 ) -> Recipe:
-    """``load_recipe`` for a mapping already in memory; ``name`` is used when the mapping has none."""
+    """``load_recipe`` for a mapping already in memory; ``name`` is used when the mapping has none.
+
+    ``base_dir`` is the folder relative ``file.py:function`` rewards are found in (default: the working
+    directory); they are written back as absolute paths, so the recipe runs from anywhere.
+    """
     recipe: Recipe = validate_config(Recipe, apply_overrides(raw, overrides))
     recipe.name = recipe.name or name
     if check_trainer:
         recipe.trainer = _check_trainer(recipe.trainer)
-    _check_recipe(recipe)
+    _check_recipe(recipe, None if base_dir is None else Path(base_dir))
     _resolve_corpus(recipe)
     _interpolate(recipe, recipe, "")
     recipe.server_configs()  # a bad server entry fails here, not minutes later when servers start
@@ -234,7 +245,7 @@ def _check_trainer(trainer: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def _check_recipe(recipe: Recipe) -> None:
+def _check_recipe(recipe: Recipe, base_dir: Path | None = None) -> None:
     """Checks that span fields or need more than a type: token budgets, messages, rewards, parser options."""
     rollout = recipe.rollout
     for name in ("max_new_tokens", "max_observation_tokens"):
@@ -271,7 +282,7 @@ def _check_recipe(recipe: Recipe) -> None:
     if not recipe.rewards:
         raise RecipeError("rewards: give at least one reward, e.g. [{name: exact_match}]")
     for i, reward in enumerate(recipe.rewards):
-        _check_reward(reward, f"rewards[{i}].name")
+        _check_reward(reward, f"rewards[{i}].name", base_dir)
     from mcp_rl.parsers import build_parser
 
     try:
@@ -280,16 +291,38 @@ def _check_recipe(recipe: Recipe) -> None:
         raise RecipeError(f"parser.options: {error}") from None
 
 
-def _check_reward(reward: RewardSpec, where: str) -> None:
+def _check_reward(reward: RewardSpec, where: str, base_dir: Path | None = None) -> None:
+    """A built-in name, or a function that imports now: ``path/to/file.py:function`` (made absolute against
+    ``base_dir``, the recipe's folder, so the run finds it from anywhere) or ``package.module:function``;
+    and options that it takes as keyword arguments."""
     from mcp_rl.rewards import BUILTIN_REWARDS  # the registry itself, so the names are never listed twice
+    from mcp_rl.rewards.registry import import_object, unknown_options
 
     if reward.name in BUILTIN_REWARDS:
         return
-    module, sep, function = reward.name.partition(":")
-    if not (sep and module and function.isidentifier()):
+    module, sep, function = reward.name.rpartition(":")
+    if not (sep and module and all(part.isidentifier() for part in function.split("."))):
         raise RecipeError(
             f"{where}: unknown reward {reward.name!r}{did_you_mean(reward.name, BUILTIN_REWARDS)}; "
-            f"built-in: {', '.join(BUILTIN_REWARDS)}, or 'package.module:function' for your own"
+            f"built-in: {', '.join(BUILTIN_REWARDS)}, or 'path/to/file.py:function' (next to the recipe) or "
+            "'package.module:function' for your own"
+        )
+    if module.endswith(".py"):
+        file = Path(module).expanduser()
+        if not file.is_absolute():
+            reward.name = f"{((base_dir or Path.cwd()) / file).resolve()}:{function}"
+    try:
+        target = import_object(reward.name)
+    except ValueError as error:
+        raise RecipeError(f"{where}: {error}") from None
+    if not callable(target):
+        raise RecipeError(f"{where}: {reward.name!r} is {type(target).__name__}, not a function")
+    unknown = unknown_options(target, reward.options)
+    if unknown:
+        options = where.removesuffix(".name") + ".options"
+        raise RecipeError(
+            f"{options}: {', '.join(unknown)} not parameter(s) of {function}; remove them from the options "
+            "or add them to the function"
         )
 
 

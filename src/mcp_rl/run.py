@@ -22,7 +22,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from mcp_rl.callbacks import MetricsFile, RunProgress
 from mcp_rl.configs import Recipe
-from mcp_rl.data import load_qa
+from mcp_rl.data import check_data, load_split
 from mcp_rl.models import cpu_supports_bf16, load_model, train_top_layers
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.plots import plot_metrics, read_metrics
@@ -60,7 +60,7 @@ def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
 
 def training_dataset(recipe: Recipe) -> Any:
     """Train questions, shuffled with the recipe's seed; single-hop first when ``curriculum`` is on."""
-    dataset = load_qa(recipe.data.train, recipe.data.train_split, None).shuffle(seed=recipe.data.seed)
+    dataset = load_split(recipe, "train").shuffle(seed=recipe.data.seed)
     if recipe.data.train_limit is not None:
         dataset = dataset.select(range(min(recipe.data.train_limit, len(dataset))))
     if recipe.data.curriculum and "hops" in dataset.column_names:
@@ -87,6 +87,7 @@ def train(
     recipe: Recipe, output_dir: str | Path, *, resume: bool = False, model_path: str | None = None
 ) -> dict[str, Any]:
     """Run a recipe's training; returns the summary also written to ``summary.json``."""
+    check_data(recipe)  # a missing column fails here, before anything is written or loaded
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     checkpoint = last_complete_checkpoint(output) if resume else None

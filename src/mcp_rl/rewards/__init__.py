@@ -18,11 +18,14 @@ from mcp_rl.rewards.judge import (
 )
 from mcp_rl.rewards.registry import (
     BUILTIN_REWARDS,
+    BatchScores,
     RewardFunction,
     bind_reward,
     build_reward_functions,
     import_object,
     is_async_reward,
+    reward_arguments,
+    score_batch,
 )
 from mcp_rl.rewards.rules import answer_retrieved, exact_match, f1, format_reward, format_score, tool_use
 from mcp_rl.rewards.samples import completion_text, sample_question, sample_rows, sample_trajectories
@@ -37,6 +40,7 @@ from mcp_rl.rewards.tool_verify import (
 __all__ = [
     "BUILTIN_REWARDS",
     "DEFAULT_JUDGE_TEMPLATE",
+    "BatchScores",
     "JudgeBackend",
     "JudgeReward",
     "OpenAIJudge",
@@ -62,9 +66,11 @@ __all__ = [
     "render_judge_prompt",
     "result_matches_answer",
     "result_matches_golden",
+    "reward_arguments",
     "sample_question",
     "sample_rows",
     "sample_trajectories",
+    "score_batch",
     "tool_says_true",
     "tool_use",
 ]

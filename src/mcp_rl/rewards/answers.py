@@ -58,7 +58,10 @@ def golds_column(
         column = next((columns[name] for name in GOLD_COLUMNS if columns.get(name) is not None), None)
     if column is None:
         if required:
-            raise ValueError(f"this reward needs golden answers in a dataset column, one of {GOLD_COLUMNS}")
+            raise ValueError(
+                f"this reward needs golden answers in a dataset column, one of {GOLD_COLUMNS}; "
+                "set data.answer_column to the column that holds them"
+            )
         return [None] * n
     if len(column) != n:
         raise ValueError(f"got {len(column)} golden answers for {n} samples")

@@ -9,12 +9,19 @@ is what TRL logs under ``rewards/<name>/mean``.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import inspect
+import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from mcp_rl.configs import did_you_mean
 from mcp_rl.rewards.judge import (
     DEFAULT_JUDGE_TEMPLATE,
     JudgeBackend,
@@ -23,6 +30,7 @@ from mcp_rl.rewards.judge import (
     TransformersJudge,
 )
 from mcp_rl.rewards.rules import answer_retrieved, exact_match, f1, format_reward, tool_use
+from mcp_rl.rewards.samples import NOT_COLUMNS
 from mcp_rl.rewards.tool_verify import (
     ToolVerificationReward,
     result_matches_answer,
@@ -70,18 +78,67 @@ def bind_reward(
     return (_AsyncBoundReward if is_async_reward(function) else _BoundReward)(function, name, options or {})
 
 
-def import_object(path: str) -> Any:
-    """``package.module:attribute`` → the attribute (dots after the colon walk into it)."""
-    module_name, _, attribute = path.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"expected 'package.module:function', got {path!r}")
+def _load_file(file: Path, base_dir: str | Path | None, spec: str) -> Any:
+    """The module of a ``.py`` file (relative to ``base_dir``, default the working directory), loaded once."""
+    resolved = (file if file.is_absolute() else Path(base_dir or Path.cwd()) / file).resolve()
+    if not resolved.is_file():
+        raise ValueError(f"cannot import {spec!r}: no file {resolved}")
+    name = "mcp_rl_user_rewards." + re.sub(r"\W", "_", str(resolved))
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, resolved)
+    if module_spec is None or module_spec.loader is None:
+        raise ValueError(f"cannot import {spec!r}: {resolved} is not a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # before running it, as import does (dataclasses and pickle look it up)
     try:
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"cannot import {path!r}: {error}") from error
+        module_spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]
+        raise ValueError(f"cannot import {spec!r}: {type(error).__name__} in {resolved}: {error}") from error
+    return module
+
+
+def import_object(path: str, base_dir: str | Path | None = None) -> Any:
+    """``package.module:attribute`` or ``path/to/file.py:attribute`` → the attribute (dots after the colon
+    walk into it). A relative file is found from ``base_dir`` (a recipe's folder; default: the working
+    directory). Every failure is a one-line ``ValueError`` saying what was looked for and how to fix it."""
+    module_name, _, attribute = path.rpartition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected 'package.module:function' or 'path/to/file.py:function', got {path!r}")
+    if module_name.endswith(".py"):
+        target: Any = _load_file(Path(module_name).expanduser(), base_dir, path)
+    else:
+        try:
+            target = importlib.import_module(module_name)
+        except ImportError as error:
+            raise ValueError(
+                f"cannot import {path!r}: {error}; install its package or put its folder on PYTHONPATH, "
+                "or name a file next to the recipe as 'file.py:function'"
+            ) from error
+        except Exception as error:  # the module itself failed while running
+            raise ValueError(f"cannot import {path!r}: {type(error).__name__}: {error}") from error
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            found = sorted(n for n in dir(target) if not n.startswith("_") and callable(getattr(target, n)))
+            raise ValueError(
+                f"cannot import {path!r}: {module_name} has no {part!r}"
+                f"{did_you_mean(part, found)}; it has: {', '.join(found[:12]) or 'nothing callable'}"
+            )
+        target = getattr(target, part)
     return target
+
+
+def unknown_options(function: Callable[..., Any], options: Mapping[str, Any]) -> list[str]:
+    """The ``options`` keys ``function`` does not take as keyword arguments (none with ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # builtins and some C callables have no signature: nothing to check
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return []
+    names = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return sorted(key for key in options if key != "label" and key not in names)
 
 
 class _Options:
@@ -287,11 +344,84 @@ def build_reward_functions(
     return functions, weights
 
 
+@dataclass
+class BatchScores:
+    """Each reward's per-sample scores on a batch (``None``: not scored), and the rewards that raised."""
+
+    scores: dict[str, list[float | None]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # reward name -> "ErrorType: message"
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    """``log_extra`` / ``log_metric`` outside a trainer: nothing is logged."""
+
+
+def reward_arguments(trajectories: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The keyword arguments TRL gives a reward for these episodes: ``prompts``, ``completions`` (the
+    conversational form: the model's turns with the observations in place), ``completion_ids``, every dataset
+    column as a list, ``trajectories``, and ``trainer_state``/``log_extra``/``log_metric`` stand-ins."""
+    if len(trajectories) != len(rows):
+        raise ValueError(f"got {len(trajectories)} trajectories for {len(rows)} dataset rows")
+    names = list(dict.fromkeys(key for row in rows for key in row))
+    columns = {
+        name: [row.get(name) for row in rows]
+        for name in names
+        if name not in NOT_COLUMNS and name not in ("prompt", "completion")
+    }
+    return {
+        "prompts": [t.prompt_messages for t in trajectories],
+        "completions": [[{"role": "assistant", "content": t.transcript}] for t in trajectories],
+        "completion_ids": [list(t.completion_ids) for t in trajectories],
+        **columns,
+        "trajectories": list(trajectories),
+        "trainer_state": None,
+        "log_extra": _ignore,
+        "log_metric": _ignore,
+    }
+
+
+def score_batch(
+    functions: Sequence[RewardFunction], trajectories: Sequence[Any], rows: Sequence[Mapping[str, Any]]
+) -> BatchScores:
+    """Call each reward as TRL does (see :func:`reward_arguments`; async ones on the shared loop through
+    ``mcp_rl.bridge.run_sync``) → its scores by display name. A reward that raises or returns the wrong
+    number of scores is recorded in ``errors`` with ``None`` scores; the others still run."""
+    from mcp_rl.bridge import run_sync  # the loop thread starts only when a batch is scored
+
+    kwargs = reward_arguments(trajectories, rows)
+    result = BatchScores()
+    for function in functions:
+        name = str(getattr(function, "__name__", type(function).__name__))
+        try:
+            if is_async_reward(function):
+                values = run_sync(functools.partial(function, **kwargs))
+            else:
+                values = function(**kwargs)
+                if inspect.isawaitable(values):  # a sync callable that hands back an awaitable
+                    values = run_sync(_awaited, values)
+            values = list(values)
+            if len(values) != len(trajectories):
+                raise ValueError(f"returned {len(values)} scores for {len(trajectories)} episodes")
+            result.scores[name] = [None if value is None else float(value) for value in values]
+        except Exception as error:
+            result.errors[name] = f"{type(error).__name__}: {error}"
+            result.scores[name] = [None] * len(trajectories)
+    return result
+
+
 __all__ = [
     "BUILTIN_REWARDS",
+    "BatchScores",
     "RewardFunction",
     "bind_reward",
     "build_reward_functions",
     "import_object",
     "is_async_reward",
+    "reward_arguments",
+    "score_batch",
+    "unknown_options",
 ]

@@ -1,0 +1,144 @@
+"""`mcp-rl eval` scores episodes with the recipe's own rewards, called as TRL calls them (``score_batch``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TEST_QUESTIONS, TEST_SYSTEM
+
+from mcp_rl.evaluation import evaluate
+from mcp_rl.recipe import recipe_from_dict
+from mcp_rl.rewards import exact_match, score_batch
+from mcp_rl.trajectory import Trajectory
+
+
+def _episode(i: int, answer: str | None) -> Trajectory:
+    return Trajectory(
+        prompt_index=i,
+        prompt_messages=[{"role": "user", "content": f"task {i}"}],
+        prompt_ids=[],
+        completion_ids=[1, 2, 3],
+        answer=answer,
+        finish_reason="answer",
+    )
+
+
+def test_score_batch_calls_each_reward_as_trl_does_and_survives_a_failing_one() -> None:
+    seen: dict[str, Any] = {}
+
+    def by_column(*, completions: list[Any], level: list[int], trajectories: list[Trajectory], **kw: Any):
+        seen.update(kw, completions=completions, level=level)
+        return [float(t.answer == str(lvl)) for t, lvl in zip(trajectories, level, strict=True)]
+
+    async def halves(*, prompts: list[Any], **kw: Any) -> list[float | None]:
+        return [0.5, None][: len(prompts)]
+
+    def broken(**kw: Any) -> list[float]:
+        raise KeyError("expected")
+
+    def too_few(**kw: Any) -> list[float]:
+        return [1.0]
+
+    rows = [
+        {"task": "a", "level": 1, "golden_answers": ["1"]},
+        {"task": "b", "level": 2, "golden_answers": ["x"]},
+    ]
+    scored = score_batch(
+        [by_column, halves, broken, too_few, exact_match], [_episode(0, "1"), _episode(1, "3")], rows
+    )
+    assert scored.scores == {
+        "by_column": [1.0, 0.0],
+        "halves": [0.5, None],
+        "broken": [None, None],
+        "too_few": [None, None],
+        "exact_match": [1.0, 0.0],
+    }
+    assert scored.errors == {
+        "broken": "KeyError: 'expected'",
+        "too_few": "ValueError: returned 1 scores for 2 episodes",
+    }
+    # Every dataset column arrives as a list, beside TRL's own arguments.
+    assert seen["task"] == ["a", "b"] and seen["golden_answers"] == [["1"], ["x"]]
+    assert (
+        seen["completion_ids"] == [[1, 2, 3], [1, 2, 3]] and seen["completions"][0][0]["role"] == "assistant"
+    )
+    assert {"trainer_state", "log_extra", "log_metric"} <= set(seen)
+
+
+REWARDS_FILE = '''
+def place_named(*, completions, place, **kwargs):
+    """1 when the episode's text names the row's place (a custom column)."""
+    return [float(p in c[0]["content"]) for c, p in zip(completions, place)]
+
+
+def needs_a_column_that_is_not_there(*, missing_column, **kwargs):
+    return [1.0] * len(missing_column)
+'''
+
+
+@pytest.fixture(scope="module")
+def searching_model_dir(searching_tiny_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model, tokenizer = searching_tiny_model
+    folder = tmp_path_factory.mktemp("searching-model")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_eval_reports_the_recipes_rewards_and_writes_them_per_episode(
+    searching_model_dir: Path,
+    search_entry: dict[str, object],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "task_rewards.py").write_text(REWARDS_FILE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    tasks = tmp_path / "tasks.csv"
+    tasks.write_text("ask,place\n" + "".join(f'"{q}",Draskel\n' for q in TEST_QUESTIONS))
+    recipe = recipe_from_dict(
+        {
+            "model": {"name_or_path": str(searching_model_dir)},
+            "data": {"train": str(tasks), "eval": str(tasks), "answer_column": "place"},
+            "tools": {"mcpServers": {"search": search_entry}},
+            "parser": {"name": "search_r1"},
+            "prompt": {"system": TEST_SYSTEM, "user_template": "{ask}", "tools_in": "template"},
+            "rollout": {"max_turns": 3, "max_new_tokens": 16},
+            "rewards": [
+                {"name": "exact_match", "weight": 1.0},
+                {"name": "task_rewards:place_named", "weight": 0.5},
+                {"name": "task_rewards:needs_a_column_that_is_not_there"},
+            ],
+        },
+        check_trainer=False,
+    )
+    output = tmp_path / "eval.json"
+    report = evaluate(recipe, output=output)
+    assert report["n"] == 3
+    assert report["rewards"]["exact_match"] == report["em"]
+    assert report["rewards"]["needs_a_column_that_is_not_there"] is None
+    assert report["reward_errors"] == {
+        "needs_a_column_that_is_not_there": {
+            "episodes": 3,
+            "first_error": "TypeError: "
+            "needs_a_column_that_is_not_there() missing 1 required keyword-only argument: 'missing_column'",
+        }
+    }
+    assert json.loads(output.read_text())["rewards"] == report["rewards"]
+    episodes = [
+        json.loads(line) for line in output.with_suffix(".trajectories.jsonl").read_text().splitlines()
+    ]
+    assert [e["row"]["place"] for e in episodes] == ["Draskel"] * 3
+    assert [e["task"] for e in episodes] == TEST_QUESTIONS
+    for episode in episodes:
+        scores = episode["rewards"]
+        assert set(scores) == {"exact_match", "place_named", "needs_a_column_that_is_not_there"}
+        assert scores["exact_match"] == episode["em"]
+        assert episode["reward"] == pytest.approx(scores["exact_match"] + 0.5 * scores["place_named"])
+        transcript = "".join(turn["text"] + (turn["observation"] or "") for turn in episode["turns"])
+        assert scores["place_named"] == float("Draskel" in transcript)
+    named = [e["rewards"]["place_named"] for e in episodes]
+    assert report["rewards"]["place_named"] == pytest.approx(sum(named) / 3)
+    assert report["reward"] == pytest.approx(sum(e["reward"] for e in episodes) / 3)
