@@ -263,7 +263,7 @@ def test_config_parsing(monkeypatch, tmp_path):
     assert parsed[1].headers["Authorization"] == "Bearer s3cret"
     assert "s3cret" not in repr(parsed[1])
     for entry, message in [
-        ({"command": "x", "url": "http://a"}, "exactly one of"),
+        ({"cwd": "/tmp"}, "give 'command' \\(stdio\\), 'url'"),
         ({"url": "ftp://a"}, "must start with http"),
         ({"command": "x", "args": "-m x"}, "args must be a list"),
         ({"command": "x", "timeout": "soon"}, "timeout must be a float"),

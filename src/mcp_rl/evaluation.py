@@ -113,6 +113,7 @@ def evaluate(
             done = pipeline.rollout_rows(batch, greedy=True)
             trajectories += done
             rewards += scorer(done, batch)  # while the servers still run: tool-verified rewards call them
+            pipeline.release(done)  # per-episode server instances are done once their rewards are in
     report = report_for(trajectories, rows)
     report["reward"] = _mean([scorer.total(r) for r in rewards])
     report["rewards"] = {name: _mean([r[name] for r in rewards]) for name in scorer.names}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -54,9 +54,10 @@ class Trajectory:
     finish_reason: str = "running"
     timings: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
-    # The tools this episode saw (an ``EpisodeTools``: shared servers plus its own per-episode instances),
-    # open until its rewards are computed: a reward can check the state the episode left.
-    tools: Any = field(default=None, repr=False, compare=False)
+    # Not a dataclass field (no annotation), so ``asdict``, copies and traces leave it out: the tools this
+    # episode saw (an ``EpisodeTools``: the shared servers plus its own per-episode instances), open until
+    # its rewards are computed, so a reward can check the state the episode left. Set by the engine.
+    tools = None
 
     @property
     def done(self) -> bool:
@@ -82,8 +83,7 @@ class Trajectory:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record for traces and reports (token ids left out: they are large and derivable)."""
-        record = asdict(replace(self, tools=None))
-        record.pop("tools")
+        record = asdict(self)
         for key in ("prompt_ids", "completion_ids", "completion_mask", "logprobs"):
             record.pop(key)
         record["num_calls"] = len(self.calls)
