@@ -9,6 +9,7 @@ cannot reach the index skip with the reason.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -267,3 +268,25 @@ def test_bad_error_pattern_is_one_line_naming_the_field():
     message = str(caught.value)
     assert message.startswith("mcpServers.db.errorPattern is not a valid regular expression (")
     assert "\n" not in message and "e.g. '^Error: '" in message
+
+
+@pytest.mark.network
+def test_init_on_a_third_party_server_writes_a_recipe_that_validates(tmp_path):
+    """``mcp-rl init`` on the sqlite README's config: tools listed, the recipe written and loadable."""
+    if index_problem():
+        pytest.skip(index_problem())
+    from conftest import run_cli
+
+    from mcp_rl.recipe import load_recipe
+
+    servers = tmp_path / "servers.json"
+    db = tmp_path / "x.db"
+    servers.write_text(json.dumps({"mcpServers": {"sqlite": sqlite_entry(db)}}))
+    result = run_cli(
+        "init", "--config", str(servers), "--name", "shop", "--dir", str(tmp_path), timeout_s=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    recipe = load_recipe(str(tmp_path / "shop.yaml"))
+    assert recipe.tools.mcpServers == {"sqlite": sqlite_entry(db)}, "the servers block is pasted unchanged"
+    assert recipe.parser.name in ("tags", "tool_call") and recipe.prompt.few_shot
+    assert (tmp_path / "shop.tasks.jsonl").exists()
