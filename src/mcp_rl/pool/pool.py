@@ -5,6 +5,7 @@ schema, and per-tool metrics. Connections themselves are ``_Connection`` supervi
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import sys
@@ -21,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND
 
-from mcp_rl.observation import render_result, truncate
+from mcp_rl.observation import render_result, truncate, valid_unicode
 from mcp_rl.pool.connection import _Connection
 from mcp_rl.pool.results import (
     FailureKind,
@@ -175,25 +176,43 @@ class ToolPool:
     ) -> ToolResult:
         """Call one tool. Never raises for the tool's or the server's failures."""
         arguments = dict(arguments or {})
+        try:
+            result = await self._call(name, arguments, timeout_s)
+        except Exception as error:
+            # Whatever a server sends (or a bug of ours does with it) must end as one counted failure, not
+            # an exception that would cancel the sibling calls of `call_many` and end the rollout.
+            logger.exception("tool call %r failed inside the pool", name)
+            result = failed(name, arguments, FailureKind.TOOL_ERROR, f"internal error: {_describe(error)}")
+            self._record(name, result)
+        return result
+
+    async def _call(self, name: str, arguments: dict[str, Any], timeout_s: float | None) -> ToolResult:
         spec = self.resolve(name)
         if spec is None:
             available = ", ".join(sorted(self._tools)) or "none"
             result = failed(
                 name, arguments, FailureKind.UNKNOWN_TOOL, f"no tool named {name!r}; available: {available}"
             )
-            self._record(name, result)
+            self._record(name, self._bounded(result))
             return result
-        problem = _argument_problem(self._validators.get(spec.name), arguments)
+        problem = _unsendable(arguments) or _argument_problem(self._validators.get(spec.name), arguments)
         if problem is not None:
             result = failed(spec.name, arguments, FailureKind.BAD_ARGUMENTS, f"{spec.name}: {problem}")
-            self._record(spec.name, result)
+            self._record(spec.name, self._bounded(result))
             return result
         connection = self._connections[spec.server]
         timeout_s = connection.config.timeout_s if timeout_s is None else timeout_s
         started = time.perf_counter()
         result = await self._call_with_retries(connection, spec, arguments, timeout_s)
         result.latency_s = time.perf_counter() - started
-        self._record(spec.name, result)
+        self._record(spec.name, self._bounded(result))
+        return result
+
+    def _bounded(self, result: ToolResult) -> ToolResult:
+        """Hold a failure's text to the observation budget too: error text from a server (a validation
+        error listing a thousand bad blocks, say) is tokenized and stored like any observation."""
+        if result.failure is not None:
+            result.text = valid_unicode(truncate(result.text, self.observation_chars))
         return result
 
     async def call_many(
@@ -285,10 +304,11 @@ class ToolPool:
                 f"{spec.name} did not answer within {remaining:.1f} s",
             )
         if isinstance(outcome, CallToolResult):
-            text = render_result(outcome, self.observation_chars)
-            if outcome.is_error:
+            if outcome.is_error:  # bounded, prefix included, by `_bounded`
+                text = render_result(outcome, None)
                 kind = _classify_error_result(text)
                 return ToolResult(spec.name, arguments, f"Error ({kind}): {text}", failure=kind)
+            text = render_result(outcome, self.observation_chars)
             return ToolResult(spec.name, arguments, text, structured=outcome.structured_content)
         return self._failure_from_exception(connection, spec, arguments, outcome)
 
@@ -308,7 +328,7 @@ class ToolPool:
                 INVALID_PARAMS: FailureKind.BAD_ARGUMENTS,
                 METHOD_NOT_FOUND: FailureKind.UNKNOWN_TOOL,
             }.get(error.code, FailureKind.TOOL_ERROR)
-            return failed(spec.name, arguments, kind, truncate(error.message, self.observation_chars))
+            return failed(spec.name, arguments, kind, error.message)
         if isinstance(
             error, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | OSError
         ):
@@ -373,3 +393,21 @@ def _argument_problem(validator: Any, arguments: dict[str, Any]) -> str | None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{error.message}" + (f" (at {where})" if where else "")
+
+
+def _unsendable(arguments: dict[str, Any]) -> str | None:
+    """Why ``arguments`` cannot go over the wire at all, if they cannot.
+
+    A transport that fails to encode one request drops the whole connection (every call in flight on it
+    fails and the server restarts), so such a call must fail alone, here: a lone surrogate decoded from a
+    model's ``"\\ud800"`` is not UTF-8, and nesting past the encoder's recursion limit cannot be dumped.
+    """
+    try:
+        json.dumps(arguments, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "the arguments hold a lone surrogate (e.g. \\ud800), which is not valid Unicode"
+    except RecursionError:
+        return "the arguments are nested too deeply to send"
+    except (TypeError, ValueError) as error:
+        return f"the arguments are not JSON: {error}"
+    return None

@@ -1,0 +1,87 @@
+"""The pool against a hostile server and a hostile model: every fault is one counted failure of one call.
+
+The servers are real (``tests/servers/faulty.py`` as a stdio subprocess, over HTTP on 127.0.0.1, and
+in-process); each test first reproduces a defect of issue 11, then asserts the behaviour that replaced it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from conftest import ROOT, free_port, start_http_server, stop
+from mcp.types import CallToolResult
+from servers.faulty import _nested, build_server
+
+from mcp_rl.observation import render_result
+from mcp_rl.pool import FailureKind, ToolPool
+from mcp_rl.server_config import in_process, parse_mcp_servers
+
+FAULTY = str(ROOT / "tests" / "servers" / "faulty.py")
+
+
+def faulty_stdio(name: str = "faulty", **extra: object) -> list:
+    entry = {"command": sys.executable, "args": [FAULTY], "cwd": str(ROOT), **extra}
+    return parse_mcp_servers({"mcpServers": {name: entry}})
+
+
+@contextmanager
+def faulty_remote(transport: str) -> Iterator[list]:
+    """The fault server as a stdio subprocess, or over streamable HTTP on 127.0.0.1."""
+    if transport == "stdio":
+        yield faulty_stdio()
+        return
+    port = free_port()
+    process = start_http_server([FAULTY], port)
+    try:
+        yield parse_mcp_servers({"mcpServers": {"faulty": {"url": f"http://127.0.0.1:{port}/mcp"}}})
+    finally:
+        stop(process)
+
+
+async def test_deeply_nested_results_never_raise():
+    # Defect 1: '[' * 100000 made the renderer raise RecursionError out of `call` and `call_many`.
+    async with ToolPool([in_process("faulty", build_server())], observation_chars=200) as pool:
+        results = await pool.call_many([("nested", {"depth": 100_000})] + [("echo", {"text": "fine"})] * 4)
+    deep, *healthy = results
+    assert deep.ok and deep.text.startswith("[" * 200) and "truncated" in deep.text
+    assert [r.text for r in healthy] == ["fine"] * 4
+    # Structured content too deep for the JSON encoder (an in-process server sends objects, not JSON).
+    result = CallToolResult.model_construct(content=[], structured_content={"result": _nested(100_000)})
+    assert render_result(result, 200) == "[structured content that cannot be shown as JSON: RecursionError]"
+
+
+async def test_unsendable_arguments_fail_alone():
+    # Defect 2: a lone surrogate in one call's arguments made the transport raise, dropping every call in
+    # flight on the connection and restarting the server (stdio and HTTP alike).
+    sleeps = [("sleep", {"seconds": 0.5})] * 20
+    bad, fine = ("echo", {"text": "caf\ud800"}), ("echo", {"text": "café"})
+    for transport in ("stdio", "http"):
+        with faulty_remote(transport) as servers:
+            async with ToolPool(servers) as pool:
+                *slept, surrogate, ok = await pool.call_many([*sleeps, bad, fine])
+                assert [r.text for r in slept] == ["slept 0.5"] * 20 and ok.text == "café"
+                assert surrogate.failure is FailureKind.BAD_ARGUMENTS and "surrogate" in surrogate.text
+                deep = await pool.call("echo", {"text": _nested(5000)})
+                assert deep.failure is FailureKind.BAD_ARGUMENTS
+                assert pool.metrics()["servers/faulty/reconnects"] == 0
+
+
+async def test_lone_surrogate_in_a_result_is_repaired():
+    # The reverse of defect 2: a tool's lone surrogate reached the tokenizer, which raises on it.
+    async with ToolPool([in_process("faulty", build_server())]) as pool:
+        result = await pool.call("surrogate")
+    assert result.ok and result.text == "caf\ufffd au lait"
+    result.text.encode("utf-8")
+
+
+async def test_failure_text_honours_the_observation_budget():
+    # Defect 4: the error text of a result the client cannot parse was not cut to the budget.
+    async with ToolPool([in_process("faulty", build_server())], observation_chars=120) as pool:
+        blocks = await pool.call("unknown_blocks", {"count": 1000})
+        unknown = await pool.call("no_such_tool_" + "x" * 500)
+    for result in (blocks, unknown):
+        assert result.failure is not None
+        head, _, marker = result.text.partition("…")
+        assert len(head) == 120 and "truncated" in marker
