@@ -85,3 +85,12 @@ async def test_failure_text_honours_the_observation_budget():
         assert result.failure is not None
         head, _, marker = result.text.partition("…")
         assert len(head) == 120 and "truncated" in marker
+
+
+async def test_a_busy_connection_is_not_health_checked_to_death():
+    # Defect 3: the health check pinged with a 5 s limit while calls were in flight, so a server busy for
+    # longer than that (here: its event loop blocked for 6 s) was declared dead with every call on it.
+    async with ToolPool(faulty_stdio(), ping_interval_s=0.2) as pool:
+        results = await pool.call_many([("block", {"seconds": 6})] + [("echo", {"text": "queued"})] * 5)
+        assert [r.text for r in results] == ["blocked 6.0"] + ["queued"] * 5
+        assert pool.metrics()["servers/faulty/reconnects"] == 0

@@ -151,6 +151,11 @@ class _Connection:
             with anyio.move_on_after(self.ping_interval_s):
                 await self.lost.wait()
                 return
+            if self.inflight:
+                # A busy server is not probed: its answer to the probe queues behind the replies it is
+                # writing (a 50 MB one takes longer than the probe's limit), and the calls in flight are
+                # health checks of their own: a dead connection fails them, a hung one times them out.
+                continue
             try:
                 with anyio.fail_after(max(5.0, self.ping_interval_s)):
                     # `ping` is gone from the 2026-07-28 protocol; an uncached listing works on all of them.
