@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from conftest import ROOT, free_port, start_http_server, stop
+from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from servers.faulty import _nested, build_server
 
@@ -94,3 +95,26 @@ async def test_a_busy_connection_is_not_health_checked_to_death():
         results = await pool.call_many([("block", {"seconds": 6})] + [("echo", {"text": "queued"})] * 5)
         assert [r.text for r in results] == ["blocked 6.0"] + ["queued"] * 5
         assert pool.metrics()["servers/faulty/reconnects"] == 0
+
+
+async def test_namespaced_names_never_collide():
+    # Defect 11: server "a" + tool "b-c" and server "a-b" + tool "c" both became "a-b-c"; one tool was
+    # unreachable, even as "a/b-c".
+    def server_with(tool_name: str, answer: str) -> MCPServer:
+        server = MCPServer(answer)
+        server.add_tool(lambda: answer, name=tool_name, description=f"answers {answer}")
+        return server
+
+    configs = [
+        in_process("a", server_with("b-c", "a:b-c")),
+        in_process("x", server_with("b-c", "x:b-c")),
+        in_process("a-b", server_with("c", "a-b:c")),
+        in_process("y", server_with("c", "y:c")),
+    ]
+    async with ToolPool(configs) as pool:
+        names = [t.name for t in pool.tools]
+        assert len(names) == len(set(names)) == 4
+        for server, tool in [("a", "b-c"), ("x", "b-c"), ("a-b", "c"), ("y", "c")]:
+            assert (await pool.call(f"{server}/{tool}")).text == f"{server}:{tool}"
+            spec = next(t for t in pool.tools if (t.server, t.remote_name) == (server, tool))
+            assert (await pool.call(spec.name)).text == f"{server}:{tool}"

@@ -5,6 +5,7 @@ schema, and per-tool metrics. Connections themselves are ``_Connection`` supervi
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -72,6 +73,7 @@ class ToolPool:
         self.observation_chars = observation_chars
         self._connections = {s.name: _Connection(s, errlog or sys.stderr, ping_interval_s) for s in servers}
         self._tools: dict[str, ToolSpec] = {}
+        self._by_origin: dict[tuple[str, str], ToolSpec] = {}  # (server, its own tool name) → the tool
         self._validators: dict[str, Any] = {}
         self._stats: dict[str, _Stats] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -135,20 +137,23 @@ class ToolPool:
         owners: Counter[str] = Counter(
             tool.name for connection in self._connections.values() for tool in connection.tools
         )
-        self._tools = {}
+        # Unique tool names keep their own name; namespaced ones must not take any of them.
+        taken = {name for name, count in owners.items() if count == 1}
+        self._tools, self._by_origin = {}, {}
         for connection in self._connections.values():
             for tool in connection.tools:
-                # Collisions are namespaced the way RL-Factory users know: "<server>-<tool>".
-                name = tool.name if owners[tool.name] == 1 else f"{connection.config.name}-{tool.name}"
-                self._tools[name] = ToolSpec(
+                server = connection.config.name
+                name = tool.name if owners[tool.name] == 1 else _namespaced(server, tool.name, taken)
+                spec = ToolSpec(
                     name=name,
-                    server=connection.config.name,
+                    server=server,
                     remote_name=tool.name,
                     description=tool.description or "",
                     input_schema=dict(tool.input_schema or {"type": "object"}),
                     output_schema=dict(tool.output_schema) if tool.output_schema else None,
                 )
-                self._validators[name] = _validator(self._tools[name].input_schema)
+                self._tools[name] = self._by_origin[(server, tool.name)] = spec
+                self._validators[name] = _validator(spec.input_schema)
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -162,12 +167,15 @@ class ToolPool:
         """A tool by pool name, ``server/tool`` or ``server-tool``."""
         if name in self._tools:
             return self._tools[name]
+        # Server and tool names may hold the separator themselves ("a-b" + "c" vs "a" + "b-c"): try every
+        # split, so each tool stays reachable as "<server>/<tool>" whatever its pool name became.
         for sep in ("/", "-", "."):
-            server, _, remote = name.partition(sep)
-            if remote:
-                for spec in self._tools.values():
-                    if spec.server == server and spec.remote_name == remote:
-                        return spec
+            start = name.find(sep)
+            while start > 0:
+                spec = self._by_origin.get((name[:start], name[start + 1 :]))
+                if spec is not None:
+                    return spec
+                start = name.find(sep, start + 1)
         return None
 
     # -- calls ----------------------------------------------------------------------------------------
@@ -368,6 +376,16 @@ class ToolPool:
         if reset:
             self._stats = {}
         return out
+
+
+def _namespaced(server: str, tool: str, taken: set[str]) -> str:
+    """A pool name for a tool whose name other servers share: "<server>-<tool>" as RL-Factory users know
+    it, or, where that too is taken (server "a" + tool "b-c" vs server "a-b" + tool "c"), "<server>_<tool>"
+    and then a numbered form, so no two tools ever share a name."""
+    numbered = (f"{server}-{tool}-{n}" for n in itertools.count(2))
+    name = next(c for c in itertools.chain([f"{server}-{tool}", f"{server}_{tool}"], numbered) if c not in taken)
+    taken.add(name)
+    return name
 
 
 def _validator(schema: dict[str, Any]) -> Any:
