@@ -383,7 +383,8 @@ def _namespaced(server: str, tool: str, taken: set[str]) -> str:
     it, or, where that too is taken (server "a" + tool "b-c" vs server "a-b" + tool "c"), "<server>_<tool>"
     and then a numbered form, so no two tools ever share a name."""
     numbered = (f"{server}-{tool}-{n}" for n in itertools.count(2))
-    name = next(c for c in itertools.chain([f"{server}-{tool}", f"{server}_{tool}"], numbered) if c not in taken)
+    candidates = itertools.chain([f"{server}-{tool}", f"{server}_{tool}"], numbered)
+    name = next(c for c in candidates if c not in taken)
     taken.add(name)
     return name
 
