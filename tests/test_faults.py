@@ -10,13 +10,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import anyio
+import pytest
 from conftest import ROOT, free_port, start_http_server, stop
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from servers.faulty import _nested, build_server
 
 from mcp_rl.observation import render_result
-from mcp_rl.pool import FailureKind, ToolPool
+from mcp_rl.pool import FailureKind, ToolPool, ToolPoolError
 from mcp_rl.server_config import in_process, parse_mcp_servers
 
 FAULTY = str(ROOT / "tests" / "servers" / "faulty.py")
@@ -118,3 +120,33 @@ async def test_namespaced_names_never_collide():
             assert (await pool.call(f"{server}/{tool}")).text == f"{server}:{tool}"
             spec = next(t for t in pool.tools if (t.server, t.remote_name) == (server, tool))
             assert (await pool.call(spec.name)).text == f"{server}:{tool}"
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"  # a zombie is gone for our purposes
+    except FileNotFoundError:
+        return False
+
+
+async def test_a_stdio_servers_own_children_are_stopped_with_it():
+    # Defect 9: a server exiting normally on stdin close left its own child running.
+    async with ToolPool(faulty_stdio()) as pool:
+        server_pid = int((await pool.call("pid")).text)
+        child_pid = int((await pool.call("spawn_child")).text)
+        assert process_alive(child_pid)
+    with anyio.move_on_after(5):
+        while process_alive(child_pid) or process_alive(server_pid):
+            await anyio.sleep(0.05)
+    assert not process_alive(server_pid) and not process_alive(child_pid)
+
+
+async def test_a_server_that_never_answers_fails_at_its_connect_timeout(caplog):
+    # Defect 10: a server that never answered `initialize` failed only after the connect timeout + 2 s,
+    # with a "reconnecting in 0.1 s" warning although no reconnect followed.
+    with pytest.raises(ToolPoolError, match=r"'silent' .* failed to start: no handshake within 1 s") as error:
+        async with ToolPool(faulty_stdio("silent", args=[FAULTY, "--silent"], connectTimeout=1)):
+            pass
+    assert "\n" not in str(error.value)
+    assert not [r for r in caplog.records if "reconnecting" in r.getMessage()]

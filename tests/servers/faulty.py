@@ -120,11 +120,14 @@ def build_server(name: str = "faulty") -> MCPServer:
 
     @server.tool()
     def spawn_child() -> int:
-        """Start a long-lived child process of this server; return its pid."""
+        """Start a long-lived child process of this server, in a session of its own (as a daemonizing
+        helper does, out of reach of a process-group kill); return its pid."""
         child = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(600)"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         return child.pid
 
