@@ -150,3 +150,16 @@ async def test_a_server_that_never_answers_fails_at_its_connect_timeout(caplog):
             pass
     assert "\n" not in str(error.value)
     assert not [r for r in caplog.records if "reconnecting" in r.getMessage()]
+
+
+async def test_calls_queued_behind_hung_ones_time_out():
+    # A call waiting for a slot of the concurrency cap (all taken by hung calls) waited for a slot first and
+    # only then for its own timeout.
+    pool = ToolPool([in_process("faulty", build_server(), max_concurrency=2)])
+    async with pool, anyio.create_task_group() as group:
+        for _ in range(2):
+            group.start_soon(pool.call, "hang", None)
+        await anyio.sleep(0.2)  # let both take their slots (they take them before their first await)
+        queued = await pool.call("echo", {"text": "x"}, timeout_s=0.5)
+        group.cancel_scope.cancel()
+    assert queued.failure is FailureKind.TIMEOUT and "no free slot" in queued.text

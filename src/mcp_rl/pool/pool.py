@@ -242,11 +242,15 @@ class ToolPool:
     ) -> ToolResult:
         attempts = 0
         deadline = anyio.current_time() + timeout_s
-        # The limiter's context manager costs two checkpoints per call even when the cap is far away.
-        try:
-            connection.limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            await connection.limiter.acquire()
+        if not await _acquire_before(connection.limiter, deadline):
+            return failed(
+                spec.name,
+                arguments,
+                FailureKind.TIMEOUT,
+                f"{spec.name}: no free slot on server {spec.server!r} within {timeout_s:.1f} s "
+                f"({connection.config.max_concurrency} calls in flight)",
+                attempts=0,
+            )
         try:
             while True:
                 attempts += 1
@@ -376,6 +380,20 @@ class ToolPool:
         if reset:
             self._stats = {}
         return out
+
+
+async def _acquire_before(limiter: anyio.CapacityLimiter, deadline: float) -> bool:
+    """Take a slot of the server's concurrency cap, waiting no later than the call's deadline: calls
+    queued behind hung ones time out on time instead of waiting for a slot first."""
+    # The limiter's context manager costs two checkpoints per call even when the cap is far away.
+    try:
+        limiter.acquire_nowait()
+        return True
+    except anyio.WouldBlock:
+        with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+            await limiter.acquire()
+            return True
+    return False
 
 
 def _namespaced(server: str, tool: str, taken: set[str]) -> str:
