@@ -163,3 +163,32 @@ async def test_calls_queued_behind_hung_ones_time_out():
         queued = await pool.call("echo", {"text": "x"}, timeout_s=0.5)
         group.cancel_scope.cancel()
     assert queued.failure is FailureKind.TIMEOUT and "no free slot" in queued.text
+
+
+async def test_expanded_secrets_never_show(monkeypatch, caplog):
+    # Defect 8: `${K}` expanded into a URL or an argument showed in the config's repr, in the start error
+    # and in a log warning (headers and env were already safe).
+    secret = "sup3r-s3cret-value"
+    monkeypatch.setenv("K", secret)
+    port = free_port()  # nothing listens there: the start fails at once
+    entries = {
+        "query": {"url": f"http://127.0.0.1:{port}/mcp?key=${{K}}", "connectTimeout": 5},
+        "userinfo": {"url": f"http://user:${{K}}@127.0.0.1:{port}/mcp", "connectTimeout": 5},
+        "literal": {"url": f"http://user:written-out@127.0.0.1:{port}/mcp", "connectTimeout": 5},
+        "argument": {
+            "command": sys.executable,
+            "args": ["-c", "import sys; sys.exit(3)", "--api-key", "${K}"],
+        },
+    }
+    for name, entry in entries.items():
+        (config,) = parse_mcp_servers({"mcpServers": {name: entry}})
+        assert secret not in repr(config) and "written-out" not in repr(config)
+        with pytest.raises(ToolPoolError) as error:
+            async with ToolPool([config]):
+                pass
+        assert name in str(error.value) and "***" in str(error.value)
+        assert secret not in str(error.value) and "written-out" not in str(error.value)
+    with pytest.raises(ValueError, match=r"must start with http") as error:
+        parse_mcp_servers({"mcpServers": {"s": {"url": "ftp://${K}@host"}}})
+    assert secret not in str(error.value)
+    assert secret not in caplog.text

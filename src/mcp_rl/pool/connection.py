@@ -142,7 +142,8 @@ class _Connection:
                 if start.cancelled_caught:
                     self.last_error = f"no handshake within {self.config.connect_timeout_s:.0f} s"
             except Exception as error:  # ExceptionGroup included: a dead HTTP transport raises one
-                self.last_error = _describe(error)
+                # Transport errors quote the URL or command line, which may hold a `${VAR}` secret.
+                self.last_error = self.config.redact(_describe(error))
                 hint = self._http_error_hint()
                 if hint is not None:
                     self.last_error = f"{hint} ({self.last_error})"
@@ -186,7 +187,7 @@ class _Connection:
                     # `ping` is gone from the 2026-07-28 protocol; an uncached listing works on all of them.
                     await client.list_tools(cache_mode="bypass")
             except Exception as error:
-                self.last_error = f"health check failed: {_describe(error)}"
+                self.last_error = f"health check failed: {self.config.redact(_describe(error))}"
                 return
 
     def _drop(self) -> None:

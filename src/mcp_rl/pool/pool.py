@@ -112,11 +112,8 @@ class ToolPool:
             race.start_soon(wait, connection.first_attempt_failed)
         if not connection.ready.is_set():
             config = connection.config
-            target = (
-                config.url or " ".join([config.command or "", *config.args]).strip() or "in-process server"
-            )
             raise ToolPoolError(
-                f"MCP server {config.name!r} ({target}) failed to start: {connection.last_error}"
+                f"MCP server {config.name!r} ({config.describe()}) failed to start: {connection.last_error}"
             )
 
     async def aclose(self) -> None:
