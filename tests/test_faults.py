@@ -192,3 +192,16 @@ async def test_expanded_secrets_never_show(monkeypatch, caplog):
         parse_mcp_servers({"mcpServers": {"s": {"url": "ftp://${K}@host"}}})
     assert secret not in str(error.value)
     assert secret not in caplog.text
+
+
+async def test_only_idempotent_calls_are_retried_after_a_lost_connection():
+    # A call lost in flight may have run: it is sent again only to a tool declared read-only/idempotent.
+    async with ToolPool(faulty_stdio(retries=2)) as pool:
+        lookup, write, crash = await pool.call_many(
+            [("lookup", {"text": "a", "seconds": 1}), ("write", {"text": "b", "seconds": 1}), ("crash", {})],
+            timeout_s=30,
+        )
+        assert crash.failure is FailureKind.CONNECTION_LOST
+        assert write.failure is FailureKind.CONNECTION_LOST and write.attempts == 1
+        assert lookup.ok and lookup.text == "found a" and lookup.attempts == 2
+        assert pool.resolve("lookup").idempotent and not pool.resolve("write").idempotent

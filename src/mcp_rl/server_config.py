@@ -73,7 +73,10 @@ class ServerConfig:
     )
     retry_lost_calls: bool = field(
         default=False,
-        metadata={"help": "Also retry calls lost in flight (only safe for idempotent tools such as search)."},
+        metadata={
+            "help": "Retry calls lost in flight to any of this server's tools (only safe for idempotent "
+            "tools such as search); tools the server declares idempotent or read-only are retried anyway."
+        },
     )
 
     @property

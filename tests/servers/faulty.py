@@ -4,7 +4,7 @@ Each tool misbehaves in one way a real server can: it hangs, dies mid-call, clos
 connection, blocks its own event loop, answers with huge, deeply nested, binary, surrogate-laden or
 unknown-typed content, writes garbage or stray JSON-RPC to stdout, or spawns a child of its own. Runs over
 stdio or streamable HTTP, or in-process through ``build_server``. ``--silent`` starts a process that
-never answers ``initialize``; ``--bad-schema`` adds a tool whose input schema is not an object schema.
+never answers ``initialize``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
 from tool_servers.serving import add_transport_arguments, serve
 
@@ -38,6 +38,12 @@ def _nested(depth: int) -> Any:
 def build_server(name: str = "faulty") -> MCPServer:
     # The echo server's tools (echo, sleep, hang, fail, pid) are the healthy baseline.
     server = build_echo_server(name)
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    async def lookup(text: str, seconds: float = 0.0) -> str:
+        """A read-only call (safe to repeat): waits, then answers."""
+        await anyio.sleep(seconds)
+        return f"found {text}"
 
     @server.tool()
     async def write(text: str, seconds: float = 0.0) -> str:
@@ -134,29 +140,12 @@ def build_server(name: str = "faulty") -> MCPServer:
     return server
 
 
-def add_bad_schema_tool(server: MCPServer) -> None:
-    """A tool whose input schema is not an object schema: clients must skip it, not the whole server."""
-
-    @server.tool()
-    def broken(x: int) -> int:
-        """A tool with an invalid schema."""
-        return x
-
-    tool = server._tool_manager.get_tool("broken")
-    assert tool is not None
-    tool.parameters = {"type": "string", "properties": 7}
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     add_transport_arguments(parser)
     parser.add_argument("--name", default="faulty")
     parser.add_argument("--silent", action="store_true", help="never answer initialize")
-    parser.add_argument("--bad-schema", action="store_true", help="add a tool with an invalid schema")
     args = parser.parse_args()
     if args.silent:
         time.sleep(3600)
-    built = build_server(args.name)
-    if args.bad_schema:
-        add_bad_schema_tool(built)
-    serve(built, args)
+    serve(build_server(args.name), args)

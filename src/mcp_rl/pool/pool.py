@@ -20,7 +20,7 @@ import anyio
 import jsonschema
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, Tool
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND
 
 from mcp_rl.observation import render_result, truncate, valid_unicode
@@ -148,6 +148,7 @@ class ToolPool:
                     description=tool.description or "",
                     input_schema=dict(tool.input_schema or {"type": "object"}),
                     output_schema=dict(tool.output_schema) if tool.output_schema else None,
+                    idempotent=_declared_idempotent(tool),
                 )
                 self._tools[name] = self._by_origin[(server, tool.name)] = spec
                 self._validators[name] = _validator(spec.input_schema)
@@ -266,10 +267,7 @@ class ToolPool:
                     )
                 result = await self._call_once(connection, client, spec, arguments, deadline)
                 result.attempts = attempts
-                retry = (
-                    result.failure is FailureKind.CONNECTION_LOST and attempts <= connection.config.retries
-                )
-                if not (retry and connection.config.retry_lost_calls):
+                if not _retry_lost(result, spec, connection.config, attempts):
                     return result
         finally:
             connection.limiter.release()
@@ -377,6 +375,21 @@ class ToolPool:
         if reset:
             self._stats = {}
         return out
+
+
+def _declared_idempotent(tool: Tool) -> bool:
+    annotations = tool.annotations
+    return annotations is not None and bool(annotations.idempotent_hint or annotations.read_only_hint)
+
+
+def _retry_lost(result: ToolResult, spec: ToolSpec, config: ServerConfig, attempts: int) -> bool:
+    """Whether a call is sent again: only one lost with its connection (it may or may not have run), only
+    ``retries`` times, and only to a tool whose server declares it idempotent or read-only, or that the
+    configuration says is safe to repeat (``retryLostCalls``). Any other lost call comes back as
+    "connection lost": running a side effect twice is worse than one failed call the model can repeat."""
+    if result.failure is not FailureKind.CONNECTION_LOST or attempts > config.retries:
+        return False
+    return spec.idempotent or config.retry_lost_calls
 
 
 async def _acquire_before(limiter: anyio.CapacityLimiter, deadline: float) -> bool:

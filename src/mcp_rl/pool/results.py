@@ -36,6 +36,9 @@ class ToolSpec:
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
+    # The server declares the tool idempotent or read-only (MCP annotations): a call lost in flight may
+    # be sent again without the risk of doing its work twice.
+    idempotent: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """MCP's shape, for prompts and parsers."""
