@@ -205,3 +205,15 @@ async def test_only_idempotent_calls_are_retried_after_a_lost_connection():
         assert write.failure is FailureKind.CONNECTION_LOST and write.attempts == 1
         assert lookup.ok and lookup.text == "found a" and lookup.attempts == 2
         assert pool.resolve("lookup").idempotent and not pool.resolve("write").idempotent
+
+
+async def test_reconnect_counters_are_per_reset_like_call_counters():
+    # Issue 11, item 12: reconnects were cumulative while the call counters beside them were per step.
+    async with ToolPool(faulty_stdio()) as pool:
+        assert (await pool.call("crash")).failure is FailureKind.CONNECTION_LOST
+        assert (await pool.call("echo", {"text": "back"}, timeout_s=30)).text == "back"
+        step = pool.metrics(reset=True)
+        assert step["servers/faulty/reconnects"] == 1 and step["tools/calls"] == 2
+        assert (await pool.call("echo", {"text": "again"})).ok
+        later = pool.metrics()
+        assert later["servers/faulty/reconnects"] == 0 and later["tools/calls"] == 1

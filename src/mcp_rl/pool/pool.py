@@ -76,6 +76,7 @@ class ToolPool:
         self._by_origin: dict[tuple[str, str], ToolSpec] = {}  # (server, its own tool name) → the tool
         self._validators: dict[str, Any] = {}
         self._stats: dict[str, _Stats] = {}
+        self._reconnects_at_reset = dict.fromkeys(self._connections, 0)
         self._task_group: anyio.abc.TaskGroup | None = None
 
     # -- lifetime -------------------------------------------------------------------------------------
@@ -371,9 +372,11 @@ class ToolPool:
                 out[f"tools/{tool}/latency_p50_s"] = _percentile(stats.latencies, 0.5)
                 out[f"tools/{tool}/latency_p95_s"] = _percentile(stats.latencies, 0.95)
         for name, connection in self._connections.items():
-            out[f"servers/{name}/reconnects"] = float(connection.reconnects)
+            # Since the last reset, like the call counters beside it (a per-step count in training logs).
+            out[f"servers/{name}/reconnects"] = float(connection.reconnects - self._reconnects_at_reset[name])
         if reset:
             self._stats = {}
+            self._reconnects_at_reset = {name: c.reconnects for name, c in self._connections.items()}
         return out
 
 
