@@ -586,3 +586,40 @@ def test_describe_tools_tolerates_odd_tool_dicts() -> None:
     for parser in fuzz_parsers():
         assert isinstance(parser.describe_tools(odd), str)
         check_turn(parser, VALID_CALL + "<search>x</search><query>y</query>")
+
+
+# ------------------------------------------------------------------- pathological inputs (issue 11, defect 5)
+# Their time is held to a bound in bench/parsers.py; here only what the parsers make of them is checked.
+
+
+def test_a_fence_followed_by_whitespace_is_not_understood() -> None:
+    parser = ToolCallParser()
+    for filler in (" " * 1500, "\n" * 3000):
+        turn = parser.parse("<tool_call>```" + filler + "x</tool_call>")
+        assert not turn.calls and len(turn.errors) == 1 and "not a JSON object" in turn.errors[0].message
+    fenced = parser.parse(
+        '<tool_call>```json\n\n{"name": "search", "arguments": {"query": "x"}}\n \n```</tool_call>'
+    )
+    assert [(c.name, c.arguments) for c in fenced.calls] == [("search", {"query": "x"})]
+
+
+def test_many_unclosed_openers_are_one_error() -> None:
+    turn = SearchR1Parser().parse("<search>" * 50_000 + "<answer> Paris </answer>")
+    assert turn.answer == "Paris" and not turn.calls
+    assert [e.message.split(" was not closed")[0] for e in turn.errors] == ["<search>"]
+
+
+def test_an_unterminated_megabyte_string_is_not_repaired() -> None:
+    turn = ToolCallParser().parse('<tool_call>{"name": "search", "arguments": {"query": "' + "a" * 1_000_000)
+    assert not turn.calls and len(turn.errors) == 1 and "not closed" in turn.errors[0].message
+    cut = ToolCallParser().parse(
+        '<tool_call>{"name": "search", "arguments": {"query": "' + "a" * 1_000_000 + "</tool_call>"
+    )
+    assert not cut.calls and "not a JSON object" in cut.errors[0].message
+
+
+def test_thousands_of_values_in_one_tag_are_one_error() -> None:
+    turn = ToolCallParser().parse("<tool_call>" + "1 " * 30_000 + "</tool_call>")
+    assert not turn.calls and len(turn.errors) == 1 and "more than 64 values" in turn.errors[0].message
+    listed = ToolCallParser().parse("<tool_call>[" + ",".join(["{}"] * 1000) + "]</tool_call>")
+    assert len(listed.errors) == 1 and "more than 64 values" in listed.errors[0].message

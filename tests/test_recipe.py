@@ -284,6 +284,36 @@ def test_malformed_file_is_refused_with_one_line(tmp_path: Path, text: str, mess
         load_recipe(str(path))
 
 
+def alias_bomb(levels: int = 9, where: str = "description") -> str:
+    lines = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join([*lines, f"{where}: *l{levels - 1}", ""])
+
+
+def test_yaml_alias_bombs_and_unreadable_files_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    # Defect 6 of issue 11: a billion-laughs recipe reached 4 GB in 73 s; 9 levels of 9 expand to 387 M
+    # strings, refused here while the document is only composed (a few hundred nodes).
+    path = tmp_path / "bad.yaml"
+    for text, message in [
+        (alias_bomb(), "aliases expand to more than 10,000 values"),
+        ("a: &a [1, *a]\n", "a YAML alias refers to a value that contains it"),
+        ("rollout: " + "[" * 100_000 + "\n", "nested too deeply"),
+        ("model: x\n" + "#" * 1_000_001, "larger than 1,000,000 bytes"),
+    ]:
+        path.write_text(text)
+        with raises_one_line(message):
+            load_recipe(str(path))
+    path.write_bytes(b"model: caf\xe9\n")
+    with raises_one_line("not UTF-8 text (byte 0xe9 at offset 10)"):
+        load_recipe(str(path))
+    with raises_one_line("aliases expand to more than 10,000 values"):
+        load_recipe("search", ["description=" + alias_bomb().replace("\n", ", ").join("{}")])
+    # Aliases within the bound still work.
+    path.write_text("base: &b {max_turns: 2}\nrollout: *b\n")
+    with pytest.raises(RecipeError, match="base"):  # an unknown top-level section, but parsed
+        load_recipe(str(path))
+
+
 def test_missing_or_unknown_recipes(tmp_path: Path) -> None:
     with raises_one_line(f"{tmp_path / 'nope.yaml'}: no such recipe file"):
         load_recipe(str(tmp_path / "nope.yaml"))

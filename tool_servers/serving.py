@@ -89,10 +89,13 @@ def serve(server: MCPServer, args: argparse.Namespace) -> None:
         return
     token = os.environ.get(args.token_env) or None
     if not is_loopback(args.host) and token is None:
-        sys.exit(
+        # A configuration error: exit status 2, as everywhere in mcp-rl (sys.exit(message) would give 1).
+        print(
             f"refusing to listen on {args.host} without authentication: set {args.token_env} to a secret "
-            "token (clients send it as 'Authorization: Bearer <token>'), or bind 127.0.0.1"
+            "token (clients send it as 'Authorization: Bearer <token>'), or bind 127.0.0.1",
+            file=sys.stderr,
         )
+        sys.exit(2)
     import uvicorn
 
     print(f"serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 from mcp.types import (
@@ -18,10 +19,31 @@ from mcp.types import (
 )
 
 TRUNCATION_MARKER = "… [truncated {n} characters]"
+# Lone surrogates (U+D800–U+DFFF) are not Unicode: a tokenizer raises on them and no transport can encode
+# them, so tool text carrying one is repaired with U+FFFD (the replacement character) before anyone sees it.
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (a no-op, and cheap, for valid text)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
+
+
+def _structured_text(value: Any) -> str:
+    # A hostile or buggy server can nest structured content past the JSON encoder's recursion limit; the
+    # model is told so instead of the rollout dying on a RecursionError.
+    try:
+        return value if isinstance(value, str) else compact_json(value)
+    except (RecursionError, ValueError, TypeError) as error:
+        return f"[structured content that cannot be shown as JSON: {type(error).__name__}]"
 
 
 def _size(data: str) -> str:
@@ -39,7 +61,7 @@ def _text_block(text: str) -> str:
     if stripped[:1] in "{[":
         try:
             return compact_json(json.loads(stripped))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to re-dump: keep it as sent
             pass
     return text
 
@@ -78,5 +100,5 @@ def render_result(result: CallToolResult, budget_chars: int | None = None) -> st
         # Primitive returns are wrapped as {"result": x} by MCP servers; the model only needs x.
         if isinstance(structured, dict) and set(structured) == {"result"}:
             structured = structured["result"]
-        parts = [structured if isinstance(structured, str) else compact_json(structured)]
-    return truncate("\n".join(parts), budget_chars)
+        parts = [_structured_text(structured)]
+    return valid_unicode(truncate("\n".join(parts), budget_chars))

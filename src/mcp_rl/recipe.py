@@ -152,20 +152,90 @@ def recipe_from_dict(
     return recipe
 
 
+# A recipe is a page of settings: these bounds are far past any real one and refuse, before anything is
+# built from it, a file that would take the machine's memory (a billion-laughs alias bomb reached 4 GB in
+# 73 s through the recipe printer and `${...}` interpolation, which expand aliases).
+_MAX_RECIPE_BYTES = 1_000_000
+_MAX_YAML_VALUES = 10_000
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        if path.stat().st_size > _MAX_RECIPE_BYTES:
+            raise RecipeError(
+                f"{path}: larger than {_MAX_RECIPE_BYTES:,} bytes; a recipe is a page of settings"
+            )
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise RecipeError(f"{path}: no such recipe file") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise RecipeError(f"{path}: not valid YAML ({getattr(error, 'problem', error)}{where})") from None
+    except UnicodeDecodeError as error:
+        raise RecipeError(
+            f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x} at offset {error.start})"
+        ) from None
+    except OSError as error:
+        raise RecipeError(f"{path}: cannot be read ({error.strerror or error})") from None
+    data = safe_yaml(text, str(path))
     if data is None:
         return {}
     if not isinstance(data, Mapping):
         raise RecipeError(f"{path}: expected a mapping of recipe sections, got {type(data).__name__}")
     return dict(data)
+
+
+def safe_yaml(text: str, where: str) -> Any:
+    """``yaml.safe_load`` that refuses aliases expanding past ``_MAX_YAML_VALUES`` values, recursive
+    aliases and nesting too deep to build, each as a one-line ``RecipeError`` naming ``where``."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node, where)
+        return loader.construct_document(node)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise RecipeError(f"{where} is not valid YAML ({getattr(error, 'problem', error)}{at})") from None
+    except RecursionError:
+        raise RecipeError(f"{where}: nested too deeply to be a recipe") from None
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node, where: str) -> None:
+    """Count the values the document holds once its aliases are expanded, without expanding them: each
+    node's count is computed once (aliases share nodes), iteratively (no recursion limit to hit)."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            children = []
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[id(node)] > _MAX_YAML_VALUES:
+                raise RecipeError(
+                    f"{where}: its YAML aliases expand to more than {_MAX_YAML_VALUES:,} values "
+                    "(an alias bomb?); write the values out instead"
+                )
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_nodes:
+            raise RecipeError(f"{where}: a YAML alias refers to a value that contains it")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise RecipeError(f"{where}: a YAML alias refers to a value that contains it")
+            if id(child) not in sizes:
+                stack.append((child, False))
 
 
 # -- overrides ----------------------------------------------------------------------------------------
@@ -178,12 +248,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str]) -> dict[st
         parts = key.split(".")
         if not sep or not all(parts):
             raise RecipeError(f"--set {item}: expected KEY.PATH=VALUE, e.g. --set rollout.max_turns=3")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise RecipeError(
-                f"--set {key}: value {text!r} is not valid YAML ({getattr(error, 'problem', error)})"
-            ) from None
+        value = safe_yaml(text, f"--set {key}: value {text!r}")
         node: Any = result
         for depth, part in enumerate(parts[:-1]):
             child = _get_child(node, part, parts[:depth])

@@ -39,6 +39,10 @@ __all__ = [
     "resolve_command",
 ]
 
+# A URL's password ("scheme://user:password@host") is hidden even when it was written out literally.
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]*@", re.IGNORECASE)
+# Shorter expansions (a port, a flag) are not worth garbling every message that happens to contain them.
+_MIN_SECRET_CHARS = 4
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Keys desktop clients write that say nothing about how to connect; accepted so configs paste unchanged.
 _IGNORED_KEYS = {"type", "transport", "disabled", "alwaysAllow", "autoApprove", "description", "timeout_ms"}
@@ -72,7 +76,10 @@ class ServerConfig:
     )
     retry_lost_calls: bool = field(
         default=False,
-        metadata={"help": "Also retry calls lost in flight (only safe for idempotent tools such as search)."},
+        metadata={
+            "help": "Retry calls lost in flight to any of this server's tools (only safe for idempotent "
+            "tools such as search); tools the server declares idempotent or read-only are retried anyway."
+        },
     )
     error_pattern: re.Pattern[str] | None = field(
         default=None,
@@ -106,24 +113,41 @@ class ServerConfig:
             return "in-process"
         return "http" if self.url else "stdio"
 
+    # Every value a `${VAR}` expanded to, wherever it landed (url, args, headers, env): `redact` hides them.
+    secrets: tuple[str, ...] = field(default=(), repr=False, metadata={"help": "(internal)"})
+
     def __repr__(self) -> str:
         # Headers and env often carry secrets: show their names, never their values.
         target = self.url or self.command or type(self.server).__name__
         return (
-            f"ServerConfig(name={self.name!r}, transport={self.transport!r}, target={target!r}, "
+            f"ServerConfig(name={self.name!r}, transport={self.transport!r}, target={self.redact(target)!r}, "
             f"headers={sorted(self.headers)}, env={sorted(self.env)})"
         )
 
+    def describe(self) -> str:
+        """Where the server is, for messages and logs: its URL or its command line, secrets hidden."""
+        if self.server is not None:
+            return "in-process server"
+        return self.redact(self.url or " ".join([self.command or "", *self.args]).strip())
 
-def expand_env(value: str, where: str) -> str:
-    """Replace ``${VAR}`` (or ``${VAR:-default}``) with the environment's value; fail clearly if unset."""
+    def redact(self, text: str) -> str:
+        """``text`` with every `${VAR}` expansion and any URL password replaced by ``***``."""
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            text = text.replace(secret, "***")
+        return _URL_PASSWORD.sub(r"\1***@", text)
+
+
+def expand_env(value: str, where: str, secrets: list[str] | None = None) -> str:
+    """Replace ``${VAR}`` (or ``${VAR:-default}``) with the environment's value; fail clearly if unset.
+    Each value put in is appended to ``secrets``, if given, to be redacted wherever it shows."""
 
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
-        if name in os.environ:
-            return os.environ[name]
-        if default is not None:
-            return default
+        found = os.environ.get(name, default)
+        if found is not None:
+            if secrets is not None and len(found) >= _MIN_SECRET_CHARS:
+                secrets.append(found)
+            return found
         raise ServerConfigError(
             f"{where}: environment variable {name} is not set; export it or remove ${{{name}}}"
         )
@@ -145,10 +169,10 @@ def resolve_command(command: str) -> str:
     return find_executable(command) or command
 
 
-def _string_map(value: Any, where: str) -> dict[str, str]:
+def _string_map(value: Any, where: str, secrets: list[str]) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise ServerConfigError(f"{where} must be an object of strings, got {type(value).__name__}")
-    return {str(k): expand_env(str(v), f"{where}.{k}") for k, v in value.items()}
+    return {str(k): expand_env(str(v), f"{where}.{k}", secrets) for k, v in value.items()}
 
 
 EPISODE_SCOPES = ("shared", "episode")
@@ -200,24 +224,27 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
             "starts, then reaches at url)"
         )
     config = ServerConfig(name=name)
+    secrets: list[str] = []
     if has_command:
         if not isinstance(entry["command"], str) or not entry["command"]:
             raise ServerConfigError(f"{where}.command must be a non-empty string")
-        command = expand_env(entry["command"], f"{where}.command")
+        command = expand_env(entry["command"], f"{where}.command", secrets)
         args = entry.get("args", [])
         if not isinstance(args, list):
             raise ServerConfigError(f"{where}.args must be a list of strings")
-        args = [expand_env(str(a), f"{where}.args") for a in args]
-        env = _string_map(entry.get("env", {}), f"{where}.env")
+        args = [expand_env(str(a), f"{where}.args", secrets) for a in args]
+        env = _string_map(entry.get("env", {}), f"{where}.env", secrets)
         config.command, config.args, config.env = prepare_command(where, command, args, env)
         if entry.get("cwd") is not None:
-            config.cwd = expand_env(str(entry["cwd"]), f"{where}.cwd")
+            config.cwd = expand_env(str(entry["cwd"]), f"{where}.cwd", secrets)
     if has_url:
-        url = expand_env(str(entry["url"]), f"{where}.url")
+        url = expand_env(str(entry["url"]), f"{where}.url", secrets)
         if not url.startswith(("http://", "https://")):
-            raise ServerConfigError(f"{where}.url must start with http:// or https://, got {url!r}")
+            shown = ServerConfig(name=name, secrets=tuple(secrets)).redact(url)
+            raise ServerConfigError(f"{where}.url must start with http:// or https://, got {shown!r}")
         config.url = url
-        config.headers = _string_map(entry.get("headers", {}), f"{where}.headers")
+        config.headers = _string_map(entry.get("headers", {}), f"{where}.headers", secrets)
+    config.secrets = tuple(secrets)
     for key, (attr, kind) in _OUR_KEYS.items():
         if key in entry:
             value = entry[key]

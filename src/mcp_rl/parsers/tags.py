@@ -120,6 +120,9 @@ class _ActionTagParser(Parser):
         errors: list[ParseError] = []
         answer: str | None = None
         unclosed: set[str] = set()
+        # Tags with no closer left in the text: once a search from some point fails, every later opener of
+        # the tag is unclosed too, so the rest of the text is not rescanned per opener (quadratic).
+        closer_gone: set[str] = set()
         pos = 0
         while match := self._token.search(masked, pos):
             is_closer, tag = match.group(1) == "/", match.group(2)
@@ -129,8 +132,9 @@ class _ActionTagParser(Parser):
                 pos = match.end()
                 continue
             closer = f"</{tag}>"
-            end = masked.find(closer, match.end())
+            end = -1 if tag in closer_gone else masked.find(closer, match.end())
             if end < 0:
+                closer_gone.add(tag)
                 # Like Search-R1's `<(search|answer)>(.*?)</\1>`, a complete action written after an unclosed
                 # opener still counts; later openers of the same tag are unclosed too and reported once.
                 if tag not in unclosed:

@@ -15,9 +15,14 @@ import json_repair
 from mcp_rl.parsers.base import ParseError, ToolCall, _input_schema
 from mcp_rl.parsers.tags import _ActionTagParser
 
-# json_repair's time grows quadratically with unbalanced nesting (0.4 s at 3,000 "{"); no real tool call
-# nests anywhere near this deep, so such text is reported as not understood instead of repaired.
+# json_repair's time grows quadratically with unbalanced nesting (0.4 s at 3,000 "{") and with the length
+# of an unterminated string (17.8 s at 1 MB); no real tool call nests anywhere near this deep or needs
+# repairs this long, so such text is reported as not understood instead of repaired.
 _MAX_REPAIR_DEPTH = 64
+_MAX_REPAIR_CHARS = 2000
+# Calls batched in one tag (concatenated JSON values or a JSON list): far more than any turn needs, and few
+# enough that a tag of 30,000 numbers is one error, not 30,000 (each costing time and observation tokens).
+_MAX_CALLS_PER_TAG = 64
 
 
 def _nesting_depth(text: str) -> int:
@@ -41,13 +46,15 @@ def _decode_json(text: str) -> Any:
                 pos += 1
             if pos == len(text):
                 break
+            if len(values) > _MAX_CALLS_PER_TAG:
+                return values  # judged as too many by the caller, without decoding the rest
             value, pos = decoder.raw_decode(text, pos)
             values.append(value)
         if values:
             return values[0] if len(values) == 1 else values
     except (ValueError, RecursionError):
         pass
-    if _nesting_depth(text) > _MAX_REPAIR_DEPTH:
+    if len(text) > _MAX_REPAIR_CHARS or _nesting_depth(text) > _MAX_REPAIR_DEPTH:
         return None
     try:
         return json_repair.loads(text)
@@ -55,7 +62,20 @@ def _decode_json(text: str) -> Any:
         return None
 
 
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_FENCE_LANGUAGE = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def _unfenced(body: str) -> str:
+    """``body`` (stripped) without a surrounding Markdown code fence, e.g. ```json ... ```.
+
+    Done by hand: the regex this replaces backtracked cubically on a fence followed by whitespace (37
+    tokens took 4.9 s); this is linear, whatever the text.
+    """
+    if len(body) < 6 or not body.startswith("```") or not body.endswith("```"):
+        return body
+    inner = body[3:-3]
+    language = _FENCE_LANGUAGE.match(inner)
+    return inner[language.end() if language else 0 :].strip()
 
 
 def _type_name(value: Any) -> str:
@@ -105,14 +125,20 @@ class ToolCallParser(_ActionTagParser):
         return f"To call a tool, write {self._call_format()}"
 
     def _action(self, tag: str, content: str, raw: str) -> list[ToolCall | ParseError]:
-        body = content.strip()
-        if fence := _FENCE.match(body):
-            body = fence.group(1).strip()
+        body = _unfenced(content.strip())
         if not body:
             return [ParseError(f"The tool call was empty. {self._format_hint()}", raw)]
         value = _decode_json(body)
         # A model may batch calls as a JSON list inside one tag; each item is judged on its own.
         items = value if isinstance(value, list) and value else [value]
+        if len(items) > _MAX_CALLS_PER_TAG:
+            return [
+                ParseError(
+                    f"Invalid tool call: more than {_MAX_CALLS_PER_TAG} values in one <{tag}>. "
+                    f"{self._format_hint()}",
+                    raw,
+                )
+            ]
         return [self._call(item, raw) for item in items]
 
     def _call(self, value: Any, raw: str) -> ToolCall | ParseError:

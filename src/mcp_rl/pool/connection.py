@@ -13,6 +13,8 @@ import contextlib
 import logging
 import math
 import os
+import signal
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TextIO
@@ -51,6 +53,9 @@ class _Connection:
         # The MCP client turns any HTTP error into "Server returned an error response"; the status itself
         # is what tells a user that the token (401/403) or the Host header (421) is wrong.
         self.http_status: int | None = None
+        # Every process a stdio server starts inherits this tag in its environment; it is how the whole
+        # tree is found and stopped, including children the server leaves behind when it exits normally.
+        self.tag = f"{config.name}:{uuid.uuid4().hex}"
 
     @property
     def reconnects(self) -> int:
@@ -67,7 +72,7 @@ class _Connection:
             args=config.args,
             # Servers inherit our environment (caches, offline flags, tokens the user exported) as a
             # shell-launched child would; the config's env wins.
-            env={**os.environ, **config.env},
+            env={**os.environ, **config.env, _TAG_VARIABLE: self.tag},
             cwd=config.cwd,
         )
         return Client(stdio_client(params, errlog=self.errlog))
@@ -113,33 +118,43 @@ class _Connection:
         delay = 0.1
         while not self.closing:
             self.http_status = None
+            deadline = anyio.current_time() + self.config.connect_timeout_s
             try:
                 # One scope around the whole connection (anyio scopes must nest): its deadline bounds the
                 # start and handshake, and is lifted once the tools are listed.
-                with anyio.CancelScope(
-                    deadline=anyio.current_time() + self.config.connect_timeout_s
-                ) as start:
-                    async with self._client() as client:
-                        self.tools = await _list_all_tools(client)
-                        start.deadline = math.inf
-                        self.client, self.lost = client, anyio.Event()
-                        self.connections += 1
-                        self.ready.set()
-                        delay = 0.1
+                async with anyio.create_task_group() as group:
+                    watchdog = anyio.CancelScope()
+                    group.start_soon(self._stop_unanswering_server, watchdog, deadline)
+                    with anyio.CancelScope(deadline=deadline) as start:
                         try:
-                            await self._watch(client)
+                            async with self._client() as client:
+                                self.tools = await _list_all_tools(client)
+                                start.deadline = math.inf
+                                watchdog.cancel()
+                                self.client, self.lost = client, anyio.Event()
+                                self.connections += 1
+                                self.ready.set()
+                                delay = 0.1
+                                try:
+                                    await self._watch(client)
+                                finally:
+                                    self._drop()
                         finally:
-                            self._drop()
+                            watchdog.cancel()
+                            self._reap()
                 if start.cancelled_caught:
                     self.last_error = f"no handshake within {self.config.connect_timeout_s:.0f} s"
             except Exception as error:  # ExceptionGroup included: a dead HTTP transport raises one
-                self.last_error = _describe(error)
+                # Transport errors quote the URL or command line, which may hold a `${VAR}` secret.
+                self.last_error = self.config.redact(_describe(error))
                 hint = self._http_error_hint()
                 if hint is not None:
                     self.last_error = f"{hint} ({self.last_error})"
             self._drop()
             if self.connections == 0:
+                # The pool reports a server that never started as a start error; no reconnect follows.
                 self.first_attempt_failed.set()
+                return
             if self.closing:
                 return
             logger.warning(
@@ -148,18 +163,34 @@ class _Connection:
             await anyio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
+    async def _stop_unanswering_server(self, watchdog: anyio.CancelScope, deadline: float) -> None:
+        """At the start deadline, kill a stdio server that has not finished its handshake: the transport
+        would otherwise grant it the 2 s grace for a clean exit that a server which never spoke won't use."""
+        with watchdog:
+            await anyio.sleep_until(deadline)
+            self._reap()
+
+    def _reap(self) -> None:
+        if self.config.command is not None and self.config.server is None:
+            _kill_tagged(self.tag)
+
     async def _watch(self, client: Client) -> None:
         """Return when the connection is lost: a call saw it die, or an idle health check went unanswered."""
         while True:
             with anyio.move_on_after(self.ping_interval_s):
                 await self.lost.wait()
                 return
+            if self.inflight:
+                # A busy server is not probed: its answer to the probe queues behind the replies it is
+                # writing (a 50 MB one takes longer than the probe's limit), and the calls in flight are
+                # health checks of their own: a dead connection fails them, a hung one times them out.
+                continue
             try:
                 with anyio.fail_after(max(5.0, self.ping_interval_s)):
                     # `ping` is gone from the 2026-07-28 protocol; an uncached listing works on all of them.
                     await client.list_tools(cache_mode="bypass")
             except Exception as error:
-                self.last_error = f"health check failed: {_describe(error)}"
+                self.last_error = f"health check failed: {self.config.redact(_describe(error))}"
                 return
 
     def _drop(self) -> None:
@@ -187,10 +218,9 @@ class _Connection:
             race.start_soon(wait, self.first_attempt_failed)
         if not self.ready.is_set():
             config = self.config
-            target = (
-                config.url or " ".join([config.command or "", *config.args]).strip() or "in-process server"
+            raise ToolPoolError(
+                f"MCP server {config.name!r} ({config.describe()}) failed to start: {self.last_error}"
             )
-            raise ToolPoolError(f"MCP server {config.name!r} ({target}) failed to start: {self.last_error}")
 
     async def wait_ready(self) -> Client:
         while self.client is None or self.lost.is_set():
@@ -211,3 +241,28 @@ async def _list_all_tools(client: Client) -> list[Tool]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+
+
+_TAG_VARIABLE = "MCP_RL_SERVER_TAG"
+
+
+def _kill_tagged(tag: str) -> None:
+    """SIGKILL every process of ours whose environment carries ``tag``: a stdio server and whatever it
+    started, wherever they were reparented (a child outliving a server that exited on stdin close, say).
+    Linux's /proc; elsewhere only the transport's own stop applies."""
+    marker = f"{_TAG_VARIABLE}={tag}".encode()
+    try:
+        pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return
+    own = os.getpid()
+    for pid in pids:
+        if pid == own:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if marker not in environ.read().split(b"\0"):
+                    continue
+            os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError):  # gone meanwhile, or another user's process
+            continue

@@ -5,6 +5,8 @@ schema, and per-tool metrics. Connections themselves are ``_Connection`` supervi
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import math
 import sys
@@ -18,10 +20,10 @@ import anyio
 import jsonschema
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, Tool
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND
 
-from mcp_rl.observation import render_result, truncate
+from mcp_rl.observation import render_result, truncate, valid_unicode
 from mcp_rl.pool.connection import _Connection
 from mcp_rl.pool.episodes import Episode, EpisodeServers
 from mcp_rl.pool.results import (
@@ -79,8 +81,10 @@ class ToolPool:
         )
         self._probe: Episode | None = None  # the first per-episode instance: its tools are the pool's
         self._tools: dict[str, ToolSpec] = {}
+        self._by_origin: dict[tuple[str, str], ToolSpec] = {}  # (server, its own tool name) → the tool
         self._validators: dict[str, Any] = {}
         self._stats: dict[str, _Stats] = {}
+        self._reconnects_at_reset = dict.fromkeys(self._connections, 0)
         self._task_group: anyio.abc.TaskGroup | None = None
 
     # -- lifetime -------------------------------------------------------------------------------------
@@ -132,20 +136,24 @@ class ToolPool:
         owners: Counter[str] = Counter(
             tool.name for connection in self._all_connections() for tool in connection.tools
         )
-        self._tools = {}
+        # Unique tool names keep their own name; namespaced ones must not take any of them.
+        taken = {name for name, count in owners.items() if count == 1}
+        self._tools, self._by_origin = {}, {}
         for connection in self._all_connections():
             for tool in connection.tools:
-                # Collisions are namespaced the way RL-Factory users know: "<server>-<tool>".
-                name = tool.name if owners[tool.name] == 1 else f"{connection.config.name}-{tool.name}"
-                self._tools[name] = ToolSpec(
+                server = connection.config.name
+                name = tool.name if owners[tool.name] == 1 else _namespaced(server, tool.name, taken)
+                spec = ToolSpec(
                     name=name,
-                    server=connection.config.name,
+                    server=server,
                     remote_name=tool.name,
                     description=tool.description or "",
                     input_schema=dict(tool.input_schema or {"type": "object"}),
                     output_schema=dict(tool.output_schema) if tool.output_schema else None,
+                    idempotent=_declared_idempotent(tool),
                 )
-                self._validators[name] = _validator(self._tools[name].input_schema)
+                self._tools[name] = self._by_origin[(server, tool.name)] = spec
+                self._validators[name] = _validator(spec.input_schema)
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -174,12 +182,15 @@ class ToolPool:
         """A tool by pool name, ``server/tool`` or ``server-tool``."""
         if name in self._tools:
             return self._tools[name]
+        # Server and tool names may hold the separator themselves ("a-b" + "c" vs "a" + "b-c"): try every
+        # split, so each tool stays reachable as "<server>/<tool>" whatever its pool name became.
         for sep in ("/", "-", "."):
-            server, _, remote = name.partition(sep)
-            if remote:
-                for spec in self._tools.values():
-                    if spec.server == server and spec.remote_name == remote:
-                        return spec
+            start = name.find(sep)
+            while start > 0:
+                spec = self._by_origin.get((name[:start], name[start + 1 :]))
+                if spec is not None:
+                    return spec
+                start = name.find(sep, start + 1)
         return None
 
     # -- calls ----------------------------------------------------------------------------------------
@@ -194,18 +205,31 @@ class ToolPool:
         """Call one tool (a per-episode server's on ``episode``'s instance). Never raises for the tool's or
         the server's failures."""
         arguments = dict(arguments or {})
+        try:
+            result = await self._call(name, arguments, timeout_s, episode)
+        except Exception as error:
+            # Whatever a server sends (or a bug of ours does with it) must end as one counted failure, not
+            # an exception that would cancel the sibling calls of `call_many` and end the rollout.
+            logger.exception("tool call %r failed inside the pool", name)
+            result = failed(name, arguments, FailureKind.TOOL_ERROR, f"internal error: {_describe(error)}")
+            self._record(name, result)
+        return result
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any], timeout_s: float | None, episode: Episode | None
+    ) -> ToolResult:
         spec = self.resolve(name)
         if spec is None:
             available = ", ".join(sorted(self._tools)) or "none"
             result = failed(
                 name, arguments, FailureKind.UNKNOWN_TOOL, f"no tool named {name!r}; available: {available}"
             )
-            self._record(name, result)
+            self._record(name, self._bounded(result))
             return result
-        problem = _argument_problem(self._validators.get(spec.name), arguments)
+        problem = _unsendable(arguments) or _argument_problem(self._validators.get(spec.name), arguments)
         if problem is not None:
             result = failed(spec.name, arguments, FailureKind.BAD_ARGUMENTS, f"{spec.name}: {problem}")
-            self._record(spec.name, result)
+            self._record(spec.name, self._bounded(result))
             return result
         connection = self._connections.get(spec.server)
         if connection is None:  # a per-episode server
@@ -216,14 +240,21 @@ class ToolPool:
                     FailureKind.UNAVAILABLE,
                     f"{spec.name} belongs to a per-episode server: call it within an open episode",
                 )
-                self._record(spec.name, result)
+                self._record(spec.name, self._bounded(result))
                 return result
             connection = episode.connections[spec.server]
         timeout_s = connection.config.timeout_s if timeout_s is None else timeout_s
         started = time.perf_counter()
         result = await self._call_with_retries(connection, spec, arguments, timeout_s)
         result.latency_s = time.perf_counter() - started
-        self._record(spec.name, result)
+        self._record(spec.name, self._bounded(result))
+        return result
+
+    def _bounded(self, result: ToolResult) -> ToolResult:
+        """Hold a failure's text to the observation budget too: error text from a server (a validation
+        error listing a thousand bad blocks, say) is tokenized and stored like any observation."""
+        if result.failure is not None:
+            result.text = valid_unicode(truncate(result.text, self.observation_chars))
         return result
 
     async def call_many(
@@ -251,11 +282,15 @@ class ToolPool:
     ) -> ToolResult:
         attempts = 0
         deadline = anyio.current_time() + timeout_s
-        # The limiter's context manager costs two checkpoints per call even when the cap is far away.
-        try:
-            connection.limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            await connection.limiter.acquire()
+        if not await _acquire_before(connection.limiter, deadline):
+            return failed(
+                spec.name,
+                arguments,
+                FailureKind.TIMEOUT,
+                f"{spec.name}: no free slot on server {spec.server!r} within {timeout_s:.1f} s "
+                f"({connection.config.max_concurrency} calls in flight)",
+                attempts=0,
+            )
         try:
             while True:
                 attempts += 1
@@ -274,10 +309,7 @@ class ToolPool:
                     )
                 result = await self._call_once(connection, client, spec, arguments, deadline)
                 result.attempts = attempts
-                retry = (
-                    result.failure is FailureKind.CONNECTION_LOST and attempts <= connection.config.retries
-                )
-                if not (retry and connection.config.retry_lost_calls):
+                if not _retry_lost(result, spec, connection.config, attempts):
                     return result
         finally:
             connection.limiter.release()
@@ -321,10 +353,11 @@ class ToolPool:
                 f"{spec.name} did not answer within {remaining:.1f} s",
             )
         if isinstance(outcome, CallToolResult):
-            text = render_result(outcome, self.observation_chars)
-            if outcome.is_error:
+            if outcome.is_error:  # bounded, prefix included, by `_bounded`
+                text = render_result(outcome, None)
                 kind = _classify_error_result(text)
                 return ToolResult(spec.name, arguments, f"Error ({kind}): {text}", failure=kind)
+            text = render_result(outcome, self.observation_chars)
             if _matches_error_pattern(connection.config, text):
                 # The server said "Error: ..." as plain text (errorPattern): a failure in the metrics, while
                 # the model reads the server's own words.
@@ -348,7 +381,7 @@ class ToolPool:
                 INVALID_PARAMS: FailureKind.BAD_ARGUMENTS,
                 METHOD_NOT_FOUND: FailureKind.UNKNOWN_TOOL,
             }.get(error.code, FailureKind.TOOL_ERROR)
-            return failed(spec.name, arguments, kind, truncate(error.message, self.observation_chars))
+            return failed(spec.name, arguments, kind, error.message)
         if isinstance(
             error, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | OSError
         ):
@@ -384,7 +417,8 @@ class ToolPool:
                 out[f"tools/{tool}/latency_p50_s"] = _percentile(stats.latencies, 0.5)
                 out[f"tools/{tool}/latency_p95_s"] = _percentile(stats.latencies, 0.95)
         for name, connection in self._connections.items():
-            out[f"servers/{name}/reconnects"] = float(connection.reconnects)
+            # Since the last reset, like the call counters beside it (a per-step count in training logs).
+            out[f"servers/{name}/reconnects"] = float(connection.reconnects - self._reconnects_at_reset[name])
         if self._episodes is not None:
             out["episodes/started"] = float(self._episodes.started)
             out["episodes/failed_starts"] = float(self._episodes.failed_starts)
@@ -392,7 +426,48 @@ class ToolPool:
                 out["episodes/spawn_ms_p50"] = 1000 * _percentile(self._episodes.spawn_s, 0.5)
         if reset:
             self._stats = {}
+            self._reconnects_at_reset = {name: c.reconnects for name, c in self._connections.items()}
         return out
+
+
+def _declared_idempotent(tool: Tool) -> bool:
+    annotations = tool.annotations
+    return annotations is not None and bool(annotations.idempotent_hint or annotations.read_only_hint)
+
+
+def _retry_lost(result: ToolResult, spec: ToolSpec, config: ServerConfig, attempts: int) -> bool:
+    """Whether a call is sent again: only one lost with its connection (it may or may not have run), only
+    ``retries`` times, and only to a tool whose server declares it idempotent or read-only, or that the
+    configuration says is safe to repeat (``retryLostCalls``). Any other lost call comes back as
+    "connection lost": running a side effect twice is worse than one failed call the model can repeat."""
+    if result.failure is not FailureKind.CONNECTION_LOST or attempts > config.retries:
+        return False
+    return spec.idempotent or config.retry_lost_calls
+
+
+async def _acquire_before(limiter: anyio.CapacityLimiter, deadline: float) -> bool:
+    """Take a slot of the server's concurrency cap, waiting no later than the call's deadline: calls
+    queued behind hung ones time out on time instead of waiting for a slot first."""
+    # The limiter's context manager costs two checkpoints per call even when the cap is far away.
+    try:
+        limiter.acquire_nowait()
+        return True
+    except anyio.WouldBlock:
+        with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+            await limiter.acquire()
+            return True
+    return False
+
+
+def _namespaced(server: str, tool: str, taken: set[str]) -> str:
+    """A pool name for a tool whose name other servers share: "<server>-<tool>" as RL-Factory users know
+    it, or, where that too is taken (server "a" + tool "b-c" vs server "a-b" + tool "c"), "<server>_<tool>"
+    and then a numbered form, so no two tools ever share a name."""
+    numbered = (f"{server}-{tool}-{n}" for n in itertools.count(2))
+    candidates = itertools.chain([f"{server}-{tool}", f"{server}_{tool}"], numbered)
+    name = next(c for c in candidates if c not in taken)
+    taken.add(name)
+    return name
 
 
 def _validator(schema: dict[str, Any]) -> Any:
@@ -418,3 +493,21 @@ def _argument_problem(validator: Any, arguments: dict[str, Any]) -> str | None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{error.message}" + (f" (at {where})" if where else "")
+
+
+def _unsendable(arguments: dict[str, Any]) -> str | None:
+    """Why ``arguments`` cannot go over the wire at all, if they cannot.
+
+    A transport that fails to encode one request drops the whole connection (every call in flight on it
+    fails and the server restarts), so such a call must fail alone, here: a lone surrogate decoded from a
+    model's ``"\\ud800"`` is not UTF-8, and nesting past the encoder's recursion limit cannot be dumped.
+    """
+    try:
+        json.dumps(arguments, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "the arguments hold a lone surrogate (e.g. \\ud800), which is not valid Unicode"
+    except RecursionError:
+        return "the arguments are nested too deeply to send"
+    except (TypeError, ValueError) as error:
+        return f"the arguments are not JSON: {error}"
+    return None

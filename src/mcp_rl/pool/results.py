@@ -36,6 +36,9 @@ class ToolSpec:
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
+    # The server declares the tool idempotent or read-only (MCP annotations): a call lost in flight may
+    # be sent again without the risk of doing its work twice.
+    idempotent: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """MCP's shape, for prompts and parsers."""
@@ -73,7 +76,9 @@ def failed(tool: str, arguments: dict[str, Any], kind: FailureKind, detail: str,
 def _describe(error: BaseException) -> str:
     if isinstance(error, BaseExceptionGroup):
         return "; ".join(_describe(e) for e in error.exceptions)
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    # One line: a pydantic error spans dozens, and this text lands in one-line errors and log records.
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _classify_error_result(text: str) -> FailureKind:
