@@ -120,8 +120,16 @@ def load_tokenizer(path: str) -> Any:
 def load_model(config: ModelConfig, *, dtype: torch.dtype | None = None) -> tuple[Any, Any]:
     """(model, tokenizer) for a recipe's model section, with a clear error when the model is missing."""
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as transformers_logging
 
     path = resolve_model_path(config.name_or_path)
+    if ("/" in path or path.startswith(".")) and not Path(path).exists() and path.count("/") != 1:
+        raise ModelNotFoundError(
+            f"model.name_or_path: no model folder at {path}; give a folder with config.json, a built-in "
+            f"name ({', '.join(BUILTIN_MODELS)}), or a hub id (owner/name)"
+        )
+    bars = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()  # a bar per load is noise: a 135M model loads in a second
     try:
         tokenizer = load_tokenizer(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
@@ -130,6 +138,9 @@ def load_model(config: ModelConfig, *, dtype: torch.dtype | None = None) -> tupl
             f"model {config.name_or_path!r} not found: give a local folder, a built-in name "
             f"({', '.join(BUILTIN_MODELS)}), or a hub id on a machine that reaches the hub ({error})"
         ) from None
+    finally:
+        if bars:
+            transformers_logging.enable_progress_bar()
     return model, tokenizer
 
 

@@ -64,6 +64,9 @@ _TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "gradient_accumulation_steps": {"ge": 1},
     "beta": {"ge": 0},
     "temperature": {"gt": 0},
+    "save_steps": {"gt": 0},
+    "logging_steps": {"gt": 0},
+    "max_steps": {"ge": -1},
 }
 
 
@@ -324,6 +327,8 @@ def _check_recipe(recipe: Recipe, base_dir: Path | None = None) -> None:
             "model.train_top_layers: LoRA already decides what trains; "
             "set model.lora=false or model.train_top_layers=null"
         )
+    if recipe.trainer.get("max_steps") == 0:
+        raise RecipeError("trainer.max_steps: must be at least 1, or -1 to train num_train_epochs epochs")
     # The engine samples with these and TRL scores log-probs with the same values: one place to set them.
     for name in ("temperature", "top_p", "max_completion_length"):
         if name in recipe.trainer:

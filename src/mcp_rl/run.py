@@ -12,17 +12,22 @@ Everything a run writes lands in its output folder:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from mcp_rl.assembly import tool_pool
 from mcp_rl.callbacks import MetricsFile, RunProgress
 from mcp_rl.configs import Recipe
 from mcp_rl.data import check_data, load_split
+from mcp_rl.errors import ConfigError, DataError
 from mcp_rl.models import cpu_supports_bf16, load_model, train_top_layers
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.plots import plot_metrics, read_metrics
@@ -41,7 +46,7 @@ def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
         "use_cpu": not on_gpu,
         # TRL defaults to bf16, which fails on a CPU without it; with AVX512-BF16/AMX autocast is faster.
         "bf16": on_gpu or cpu_supports_bf16(),
-        "gradient_checkpointing": False,
+        "activation_checkpointing": False,  # transformers' new name for gradient_checkpointing
         "report_to": "none",
         "logging_steps": 1,
         "save_strategy": "steps",
@@ -55,7 +60,12 @@ def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
         "disable_tqdm": True,  # our own bar shows reward, EM and tool calls instead of raw log dicts
     }
     settings = {**defaults, **recipe.trainer, "output_dir": str(output_dir)}
-    return GRPOConfig(**settings)
+    if "gradient_checkpointing" in recipe.trainer:  # the old name still works in a recipe, without a warning
+        settings["activation_checkpointing"] = settings.pop("gradient_checkpointing")
+    try:
+        return GRPOConfig(**settings)
+    except ValueError as error:  # TRL's own validation (batch sizes that do not divide, ...)
+        raise ConfigError(f"trainer: {error}") from None
 
 
 def training_dataset(recipe: Recipe) -> Any:
@@ -86,40 +96,53 @@ def peft_config(recipe: Recipe) -> Any:
 def train(
     recipe: Recipe, output_dir: str | Path, *, resume: bool = False, model_path: str | None = None
 ) -> dict[str, Any]:
-    """Run a recipe's training; returns the summary also written to ``summary.json``."""
-    check_data(recipe)  # a missing column fails here, before anything is written or loaded
+    """Run a recipe's training; returns the summary also written to ``summary.json``.
+
+    Everything the recipe names is checked before anything is written: the data and its columns, the
+    corpus, TRL's own validation of the trainer settings, the model, the servers (started) and the
+    rewards (built). Only then does the output folder get its files; a folder this call created is
+    removed again if the set-up fails, so a bad recipe leaves nothing behind.
+    """
     output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    checkpoint = last_complete_checkpoint(output) if resume else None
-    if resume and checkpoint is None:
-        print(f"no complete checkpoint in {output}: starting from the beginning")
-    if not resume:
-        for stale in ("metrics.jsonl", "traces.jsonl"):
-            (output / stale).unlink(missing_ok=True)
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"--output-dir {output}: is a file; give a folder for the run's outputs")
     if model_path:
         recipe.model.name_or_path = model_path
-    (output / "recipe.yaml").write_text(recipe_to_yaml(recipe))  # the run as it will be, --model included
-    started = time.monotonic()
-    model, tokenizer = load_model(recipe.model)
-    if recipe.model.train_top_layers is not None:
-        train_top_layers(model, recipe.model.train_top_layers)
+    check_data(recipe)
+    check_corpus(recipe)
     args = grpo_config(recipe, output)
-    with (
-        (output / "tool_servers.log").open("a") as errlog,
-        RolloutPipeline.from_recipe(recipe, model, tokenizer, errlog=errlog, seed=args.seed) as pipeline,
-    ):
-        reward_funcs, args.reward_weights = build_reward_functions(recipe.rewards, pipeline.pool)
-        trainer = MCPGRPOTrainer(
-            model=model,
-            reward_funcs=reward_funcs,
-            args=args,
-            train_dataset=training_dataset(recipe),
-            processing_class=tokenizer,
-            pipeline=pipeline,
-            peft_config=peft_config(recipe),
-            trace_path=output / "traces.jsonl",
-            callbacks=[MetricsFile(output / "metrics.jsonl"), RunProgress()],
-        )
+    checkpoint = last_complete_checkpoint(output) if resume else None
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        with _removed_on_failure(output):  # a folder made here is taken back if the set-up fails
+            output.mkdir(parents=True, exist_ok=True)
+            errlog = stack.enter_context((output / "tool_servers.log").open("a"))
+            # Servers and rewards before the model: their mistakes are found in seconds, not after a load.
+            pool = stack.enter_context(tool_pool(recipe, errlog))
+            reward_funcs, args.reward_weights = build_reward_functions(recipe.rewards, pool)
+            model, tokenizer = load_model(recipe.model)
+            if recipe.model.train_top_layers is not None:
+                train_top_layers(model, recipe.model.train_top_layers)
+            pipeline = stack.enter_context(
+                RolloutPipeline.from_recipe(recipe, model, tokenizer, seed=args.seed, pool=pool)
+            )
+            trainer = MCPGRPOTrainer(
+                model=model,
+                reward_funcs=reward_funcs,
+                args=args,
+                train_dataset=training_dataset(recipe),
+                processing_class=tokenizer,
+                pipeline=pipeline,
+                peft_config=peft_config(recipe),
+                trace_path=output / "traces.jsonl",
+                callbacks=[MetricsFile(output / "metrics.jsonl"), RunProgress()],
+            )
+        prepare_output(output, recipe, resume=resume, checkpoint=checkpoint)
+        if args.max_steps < 0:
+            print(
+                f"trainer.max_steps is {args.max_steps}: training runs trainer.num_train_epochs "
+                f"({args.num_train_epochs:g}) epochs over the training data"
+            )
         # Our bar replaces both of transformers' own (the bar, or raw log dicts printed when it is off).
         trainer.remove_callback(ProgressCallback)
         trainer.remove_callback(PrinterCallback)
@@ -136,6 +159,48 @@ def train(
     summary["final_model"] = str(output / "final")
     (output / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def check_corpus(recipe: Recipe) -> None:
+    """A corpus the recipe names must exist here (its server would only say "Connection closed")."""
+    corpus = recipe.data.corpus
+    if corpus is not None and not Path(corpus).exists():
+        raise DataError(
+            f"data.corpus: {corpus} does not exist; give a corpus file or a built-in dataset name"
+        )
+
+
+def prepare_output(output: Path, recipe: Recipe, *, resume: bool, checkpoint: str | None) -> None:
+    """The run folder's files, once everything is checked: the resolved recipe, logs fit for a resume."""
+    if resume and checkpoint is None:
+        print(f"no complete checkpoint in {output}: starting from the beginning")
+    if checkpoint is None:
+        for stale in ("metrics.jsonl", "traces.jsonl"):
+            (output / stale).unlink(missing_ok=True)
+    else:  # the steps after the checkpoint run again: drop what their first run logged
+        step = int(Path(checkpoint).name.split("-")[-1])
+        for name in ("metrics.jsonl", "traces.jsonl"):
+            _keep_steps_up_to(output / name, step)
+    (output / "recipe.yaml").write_text(recipe_to_yaml(recipe))  # the run as it will be, --model included
+
+
+def _keep_steps_up_to(path: Path, step: int) -> None:
+    if not path.exists():
+        return
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    path.write_text("".join(line + "\n" for line in lines if json.loads(line)["step"] <= step))
+
+
+@contextlib.contextmanager
+def _removed_on_failure(output: Path) -> Iterator[None]:
+    """Remove ``output`` if it did not exist before and the block raises: a failed set-up leaves nothing."""
+    created = not output.exists()
+    try:
+        yield
+    except BaseException:
+        if created:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
 
 
 def summarize(metrics: list[dict[str, Any]], wall_s: float, resumed_from: str | None) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_rl.configs import did_you_mean
+from mcp_rl.errors import ConfigError
 from mcp_rl.rewards.judge import (
     DEFAULT_JUDGE_TEMPLATE,
     JudgeBackend,
@@ -82,20 +83,20 @@ def _load_file(file: Path, base_dir: str | Path | None, spec: str) -> Any:
     """The module of a ``.py`` file (relative to ``base_dir``, default the working directory), loaded once."""
     resolved = (file if file.is_absolute() else Path(base_dir or Path.cwd()) / file).resolve()
     if not resolved.is_file():
-        raise ValueError(f"cannot import {spec!r}: no file {resolved}")
+        raise ConfigError(f"cannot import {spec!r}: no file {resolved}")
     name = "mcp_rl_user_rewards." + re.sub(r"\W", "_", str(resolved))
     if name in sys.modules:
         return sys.modules[name]
     module_spec = importlib.util.spec_from_file_location(name, resolved)
     if module_spec is None or module_spec.loader is None:
-        raise ValueError(f"cannot import {spec!r}: {resolved} is not a Python module")
+        raise ConfigError(f"cannot import {spec!r}: {resolved} is not a Python module")
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module  # before running it, as import does (dataclasses and pickle look it up)
     try:
         module_spec.loader.exec_module(module)
     except Exception as error:
         del sys.modules[name]
-        raise ValueError(f"cannot import {spec!r}: {type(error).__name__} in {resolved}: {error}") from error
+        raise ConfigError(f"cannot import {spec!r}: {type(error).__name__} in {resolved}: {error}") from error
     return module
 
 
@@ -105,23 +106,23 @@ def import_object(path: str, base_dir: str | Path | None = None) -> Any:
     directory). Every failure is a one-line ``ValueError`` saying what was looked for and how to fix it."""
     module_name, _, attribute = path.rpartition(":")
     if not module_name or not attribute:
-        raise ValueError(f"expected 'package.module:function' or 'path/to/file.py:function', got {path!r}")
+        raise ConfigError(f"expected 'package.module:function' or 'path/to/file.py:function', got {path!r}")
     if module_name.endswith(".py"):
         target: Any = _load_file(Path(module_name).expanduser(), base_dir, path)
     else:
         try:
             target = importlib.import_module(module_name)
         except ImportError as error:
-            raise ValueError(
+            raise ConfigError(
                 f"cannot import {path!r}: {error}; install its package or put its folder on PYTHONPATH, "
                 "or name a file next to the recipe as 'file.py:function'"
             ) from error
         except Exception as error:  # the module itself failed while running
-            raise ValueError(f"cannot import {path!r}: {type(error).__name__}: {error}") from error
+            raise ConfigError(f"cannot import {path!r}: {type(error).__name__}: {error}") from error
     for part in attribute.split("."):
         if not hasattr(target, part):
             found = sorted(n for n in dir(target) if not n.startswith("_") and callable(getattr(target, n)))
-            raise ValueError(
+            raise ConfigError(
                 f"cannot import {path!r}: {module_name} has no {part!r}"
                 f"{did_you_mean(part, found)}; it has: {', '.join(found[:12]) or 'nothing callable'}"
             )
@@ -150,13 +151,13 @@ class _Options:
     def take(self, key: str, default: Any = None, *, required: bool = False) -> Any:
         self.known.append(key)
         if required and self.left.get(key) is None:
-            raise ValueError(f"reward {self.reward!r} needs the option {key!r}")
+            raise ConfigError(f"reward {self.reward!r} needs the option {key!r}")
         return self.left.pop(key, default)
 
     def done(self) -> None:
         self.left.pop("label", None)
         if self.left:
-            raise ValueError(
+            raise ConfigError(
                 f"unknown option(s) {sorted(self.left)} for reward {self.reward!r}; "
                 f"known: {', '.join(sorted(set(self.known)))}"
             )
@@ -190,7 +191,7 @@ def _judge_backend(options: _Options) -> JudgeBackend:
             tokenizer = AutoTokenizer.from_pretrained(tokenizer if isinstance(tokenizer, str) else model)
             model = AutoModelForCausalLM.from_pretrained(model)
         elif tokenizer is None:
-            raise ValueError("reward 'judge': a model object needs the option 'tokenizer' too")
+            raise ConfigError("reward 'judge': a model object needs the option 'tokenizer' too")
         return TransformersJudge(
             model,
             tokenizer,
@@ -198,7 +199,7 @@ def _judge_backend(options: _Options) -> JudgeBackend:
             batch_size=int(options.take("batch_size", 8)),
             system_prompt=options.take("system_prompt"),
         )
-    raise ValueError(f"reward 'judge': unknown backend {backend!r}; known: openai, transformers")
+    raise ConfigError(f"reward 'judge': unknown backend {backend!r}; known: openai, transformers")
 
 
 def _build_judge(options: _Options, pool: Any) -> RewardFunction:
@@ -216,7 +217,7 @@ _EXPECTATIONS: dict[str, Callable[..., float | None]] = {
 
 def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
     if pool is None:
-        raise ValueError(
+        raise ConfigError(
             "reward 'tool_verify' calls an MCP tool: pass the tool pool to build_reward_functions"
         )
     tool = options.take("tool", required=True)
@@ -229,7 +230,7 @@ def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
     elif expect in _EXPECTATIONS:
         score = _EXPECTATIONS[expect]
     else:
-        raise ValueError(
+        raise ConfigError(
             f"reward 'tool_verify': expect must be one of {sorted(_EXPECTATIONS)}, got {expect!r}"
         )
     timeout_s = options.take("timeout_s")
@@ -240,7 +241,7 @@ def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
     for needed in [tool, *([reference.get("tool")] if isinstance(reference, Mapping) else [])]:
         if pool.resolve(str(needed)) is None:  # found now, not as a crash in the middle of training
             names = ", ".join(spec.name for spec in pool.tools) or "none"
-            raise ValueError(f"reward 'tool_verify': no tool named {needed!r}; the servers have: {names}")
+            raise ConfigError(f"reward 'tool_verify': no tool named {needed!r}; the servers have: {names}")
     return ToolVerificationReward(
         pool,
         tool,
@@ -275,7 +276,7 @@ def _read_spec(spec: Any) -> tuple[str, float, dict[str, Any]]:
         return spec, 1.0, {}
     if isinstance(spec, Mapping):
         if "name" not in spec:
-            raise ValueError(f"a reward spec needs a 'name', got {dict(spec)}")
+            raise ConfigError(f"a reward spec needs a 'name', got {dict(spec)}")
         inline = {key: value for key, value in spec.items() if key not in ("name", "weight", "options")}
         options = {**dict(spec.get("options") or {}), **inline}
         weight = spec.get("weight")
@@ -297,14 +298,14 @@ def _build_one(name: str, options: Mapping[str, Any], pool: Any) -> RewardFuncti
     if ":" in name:
         function = import_object(name)
         if not callable(function):
-            raise ValueError(f"reward {name!r} is not callable")
+            raise ConfigError(f"reward {name!r} is not callable")
         extra = {key: value for key, value in options.items() if key != "label"}
         return (
             bind_reward(function, getattr(function, "__name__", name.rpartition(":")[2]), extra)
             if extra
             else function
         )
-    raise ValueError(
+    raise ConfigError(
         f"unknown reward {name!r}; known: {', '.join(sorted(BUILTIN_REWARDS))}, "
         "or 'package.module:function' for your own"
     )

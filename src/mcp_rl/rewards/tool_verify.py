@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+from mcp_rl.errors import ConfigError
 from mcp_rl.pool import FailureKind, ToolResult
 from mcp_rl.rewards.answers import exact_match_score, row_golds
 from mcp_rl.rewards.compare import OPERATORS
@@ -136,9 +137,9 @@ class ToolVerificationReward:
         compare_options: Mapping[str, Any] | None = None,
     ) -> None:
         if compare is not None and compare not in OPERATORS:
-            raise ValueError(f"compare must be one of {', '.join(OPERATORS)}, got {compare!r}")
+            raise ConfigError(f"compare must be one of {', '.join(OPERATORS)}, got {compare!r}")
         if compare is not None and (expected is None) == (reference is None):
-            raise ValueError("compare needs exactly one of expected (a template) or reference (a tool call)")
+            raise ConfigError("compare needs exactly one of expected (a template) or reference (a tool call)")
         self.pool = pool
         self.tool = tool
         self.arguments = arguments
