@@ -125,7 +125,7 @@ def load_model(config: ModelConfig, *, dtype: torch.dtype | None = None) -> tupl
     path = resolve_model_path(config.name_or_path)
     if ("/" in path or path.startswith(".")) and not Path(path).exists() and path.count("/") != 1:
         raise ModelNotFoundError(
-            f"model.name_or_path: no model folder at {path}; give a folder with config.json, a built-in "
+            f"model.name_or_path: {path} not found; give a model folder (config.json), a built-in "
             f"name ({', '.join(BUILTIN_MODELS)}), or a hub id (owner/name)"
         )
     bars = transformers_logging.is_progress_bar_enabled()
