@@ -126,6 +126,7 @@ def test_resume_after_a_killed_run_continues_at_the_right_step(
     # A save cut short by the kill has no completion marker and is skipped.
     partial = out / f"checkpoint-{killed_at + 1}"
     partial.mkdir(exist_ok=True)
+    (partial / "optimizer.pt.tmp").write_bytes(b"half a save")  # what a killed torch.save leaves
     assert not (partial / COMPLETE_MARKER).exists()
     resumed = mcp_rl("train", "--resume", *args[1:-2], "--set", f"trainer.max_steps={killed_at + 2}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -134,6 +135,10 @@ def test_resume_after_a_killed_run_continues_at_the_right_step(
     assert summary["steps"] == killed_at + 2
     state = json.loads((out / f"checkpoint-{killed_at + 2}" / "trainer_state.json").read_text())
     assert state["global_step"] == killed_at + 2
+    assert not (partial / "optimizer.pt.tmp").exists(), "a killed save's leftovers stay out of the checkpoint"
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    trained = [line["step"] for line in lines if "loss" in line]  # training steps, not the closing summary
+    assert trained == list(range(1, killed_at + 3)), f"each step logged once, in order: {trained}"
 
 
 def test_eval_report_and_rollout_display(tiny_model_dir, tiny_corpus, tiny_qa, tmp_path):

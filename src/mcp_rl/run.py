@@ -33,7 +33,7 @@ from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.plots import plot_metrics, read_metrics
 from mcp_rl.recipe import recipe_to_yaml
 from mcp_rl.rewards import build_reward_functions
-from mcp_rl.trainer import MCPGRPOTrainer, last_complete_checkpoint
+from mcp_rl.trainer import COMPLETE_MARKER, MCPGRPOTrainer, last_complete_checkpoint
 
 
 def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
@@ -174,6 +174,11 @@ def prepare_output(output: Path, recipe: Recipe, *, resume: bool, checkpoint: st
     """The run folder's files, once everything is checked: the resolved recipe, logs fit for a resume."""
     if resume and checkpoint is None:
         print(f"no complete checkpoint in {output}: starting from the beginning")
+    if resume:  # a save killed midway left a folder without the marker: it would be written into again,
+        # keeping its half-written files (a 538 MB temporary one, once), and then be marked complete
+        for folder in output.glob("checkpoint-*"):
+            if folder.is_dir() and not (folder / COMPLETE_MARKER).exists():
+                shutil.rmtree(folder, ignore_errors=True)
     if checkpoint is None:
         for stale in ("metrics.jsonl", "traces.jsonl"):
             (output / stale).unlink(missing_ok=True)
