@@ -33,8 +33,8 @@ TINY_EPISODES = {
         "<answer> 240 </answer>",
     ),
     "records": (
-        "<sql> UPDATE classes SET fee = 20 WHERE name = 'Chess' </sql>",
-        "<result>[{'affected_rows': 1}]</result>",
+        "<sql> DELETE FROM bookings WHERE 0 </sql>",
+        "<result>[{'affected_rows': 0}]</result>",
         "<answer> done </answer>",
     ),
 }
@@ -251,7 +251,7 @@ def tiny_recipe_models(tmp_path_factory) -> dict[str, Path]:
         questions = [
             row["question"]
             for row in load_qa(
-                load_recipe(name).data.train, "train" if name != "records" else "tasks_train", limit=4
+                load_recipe(name).data.train, "train" if name != "records" else "tasks_train", limit=8
             )
         ]
         template = load_recipe(name).prompt.user_template
@@ -265,7 +265,7 @@ def tiny_recipe_models(tmp_path_factory) -> dict[str, Path]:
             ]
             for q in questions
         ]
-        warm_up(model, tokenizer, conversations)
+        warm_up(model, tokenizer, conversations, steps=200)
         folder = tmp_path_factory.mktemp(f"tiny-{name}")
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
@@ -280,7 +280,8 @@ def tiny_overrides(model_dir: Path) -> list[str]:
         "data.train_limit": 8,
         "prompt.system": "Use the tool.",
         "prompt.few_shot": "[]",
-        "rollout.max_new_tokens": 24,
+        "rollout.max_new_tokens": 64,
+        "rollout.temperature": 0.3,  # near-greedy: the tiny model's samples at 0.8 rarely close a tag
         "trainer.max_steps": 2,
         "trainer.num_generations": 2,
         "trainer.per_device_train_batch_size": 2,
@@ -317,6 +318,5 @@ def test_two_training_steps_call_the_real_tools_with_finite_loss(name, tiny_reci
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     labels = {"calculator": "calculator_verified", "sql": "sql_verified", "records": "state_correct"}
     assert all(labels[name] in trace["rewards"] for trace in traces)
-    calls = [call for trace in traces for turn in trace["turns"] for call in turn.get("calls", [])]
-    assert calls, traces[0]
+    assert any(trace["num_calls"] for trace in traces)
     shutil.rmtree(out)
