@@ -287,7 +287,7 @@ def test_malformed_file_is_refused_with_one_line(tmp_path: Path, text: str, mess
 def test_missing_or_unknown_recipes(tmp_path: Path) -> None:
     with raises_one_line(f"{tmp_path / 'nope.yaml'}: no such recipe file"):
         load_recipe(str(tmp_path / "nope.yaml"))
-    with raises_one_line("unknown recipe 'serch' (did you mean search?); available: calculator, search"):
+    with raises_one_line("unknown recipe 'serch' (did you mean search?); available: calculator, records"):
         load_recipe("serch")
 
 
