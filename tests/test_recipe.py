@@ -317,7 +317,7 @@ def test_yaml_alias_bombs_and_unreadable_files_are_refused_before_anything_runs(
 def test_missing_or_unknown_recipes(tmp_path: Path) -> None:
     with raises_one_line(f"{tmp_path / 'nope.yaml'}: no such recipe file"):
         load_recipe(str(tmp_path / "nope.yaml"))
-    with raises_one_line("unknown recipe 'serch' (did you mean search?); available: calculator, search"):
+    with raises_one_line("unknown recipe 'serch' (did you mean search?); available: calculator, records"):
         load_recipe("serch")
 
 

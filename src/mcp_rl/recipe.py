@@ -398,7 +398,7 @@ def _check_reward(reward: RewardSpec, where: str, base_dir: Path | None = None) 
 
 # -- resolution ---------------------------------------------------------------------------------------
 def _resolve_corpus(recipe: Recipe) -> None:
-    """A built-in dataset name in ``data.corpus`` becomes its corpus file; a path becomes absolute."""
+    """A built-in dataset name in ``data.corpus`` becomes its corpus or seed database; a path, absolute."""
     corpus = recipe.data.corpus
     if corpus is None:
         return
@@ -407,7 +407,7 @@ def _resolve_corpus(recipe: Recipe) -> None:
         # A missing file is kept: the recipe may be meant for another machine; the server says so if not.
         recipe.data.corpus = str(path.resolve())
         return
-    from mcp_rl.datasets import available_datasets, builtin_dataset_dir  # lookups only, no generation
+    from mcp_rl.datasets import available_datasets, builtin_corpus  # lookups only, no generation
 
     names = available_datasets()
     if corpus not in names:
@@ -415,7 +415,10 @@ def _resolve_corpus(recipe: Recipe) -> None:
             f"data.corpus: {corpus!r} is neither a file nor a built-in dataset"
             f"{did_you_mean(corpus, names)}; built-in: {', '.join(names) or '(none)'}"
         )
-    recipe.data.corpus = str(builtin_dataset_dir(corpus) / "corpus.jsonl")
+    try:  # corpus.jsonl for the search server, seed.db for a database server
+        recipe.data.corpus = str(builtin_corpus(corpus))
+    except ValueError as error:
+        raise RecipeError(f"data.corpus: {error}") from None
 
 
 def _lookup(recipe: Recipe, reference: str, where: str) -> str:

@@ -9,13 +9,15 @@ equals      the same after answer normalisation (case, punctuation, articles), o
 number      both parse as numbers (the first number in each text) within ``tolerance`` (absolute)
 contains    the expected text, normalised, appears in the result, normalised
 json_path   the value at ``path`` (``a.b[0].c``) of the result's JSON equals the expected value
-rows        the same multiset of rows: a query result (JSON rows) against another one, or a single
+rows        the same multiset of rows: a query result (JSON rows, or Python's repr of them as
+            mcp-server-sqlite writes) against another one, or a single
             value or a comma-separated list against a one-column result
 ==========  ==========================================================================================
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -114,6 +116,12 @@ def _rows(value: Any) -> Counter[tuple[str, ...]] | None:
         value = value["result"]
     if isinstance(value, str):
         parsed = _parse_json(value)
+        if parsed is None and value.lstrip().startswith("["):
+            # mcp-server-sqlite (PyPI) writes its rows as Python's str(list of dicts), not as JSON.
+            try:
+                parsed = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError, RecursionError, MemoryError):
+                parsed = None
         value = parsed if isinstance(parsed, list) else None
     if not isinstance(value, list):
         return None
