@@ -217,13 +217,8 @@ def summarize(metrics: list[dict[str, Any]], wall_s: float, resumed_from: str | 
         return sum(values) / len(values) if values else None
 
     head, tail = steps[:5], steps[-5:]
-    keys = [
-        "reward",
-        "rewards/exact_match/mean",
-        "rewards/f1/mean",
-        "rollout/calls_per_trajectory",
-        "rollout/answered",
-    ]
+    reward_keys = sorted({k for m in steps for k in m if k.startswith("rewards/") and k.endswith("/mean")})
+    keys = ["reward", *reward_keys, "rollout/calls_per_trajectory", "rollout/answered"]
     return {
         "steps": steps[-1]["step"] if steps else 0,
         "wall_s": round(wall_s, 1),
