@@ -150,3 +150,26 @@ def test_the_loop_is_stopped_at_interpreter_exit():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["42", "cancelled at exit"]
+
+
+def test_a_subprocess_with_preexec_fn_starts_after_the_loop_is_up():
+    """Forking (``preexec_fn`` runs Python in the child) must not wait for the parent's loop thread, which the
+    child does not have: this hung once, when the child dropped the loop's context manager."""
+    import subprocess
+    import sys
+
+    from mcp_rl import bridge
+
+    async def ready() -> bool:
+        return True
+
+    assert bridge.run_sync(ready)
+    done = subprocess.run(
+        [sys.executable, "-c", "print('child')"],
+        preexec_fn=lambda: None,
+        timeout=60,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "child"
+    assert bridge.run_sync(ready), "the parent's loop still serves after the fork"

@@ -16,17 +16,29 @@ import contextlib
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+import anyio
+from anyio.from_thread import BlockingPortal
 
 T = TypeVar("T")
 THREAD_NAME = "mcp-rl-bridge"
 
 _lock = threading.Lock()
 _portal: BlockingPortal | None = None
-_portal_cm: AbstractContextManager[BlockingPortal] | None = None
+_thread: threading.Thread | None = None
+
+
+def _serve(started: threading.Event, box: list[BlockingPortal]) -> None:
+    """The loop thread: a portal that serves calls until it is stopped."""
+
+    async def serve() -> None:
+        async with BlockingPortal() as running:
+            box.append(running)
+            started.set()
+            await running.sleep_until_stopped()
+
+    anyio.run(serve)
 
 
 def portal() -> BlockingPortal:
@@ -35,12 +47,17 @@ def portal() -> BlockingPortal:
     Use it directly for what :func:`run_sync` does not cover: starting a task that outlives the call
     (``start_task_soon``), or entering an async context manager for good (``wrap_async_context_manager``).
     """
-    global _portal, _portal_cm
+    global _portal, _thread
     with _lock:
         if _portal is None:
-            cm = start_blocking_portal(name=THREAD_NAME)
-            _portal = cm.__enter__()
-            _portal_cm = cm
+            # A plain thread rather than anyio's ``start_blocking_portal`` context manager: that one is a
+            # generator, and a forked child dropping it would run its exit code, which waits for a loop
+            # thread the child does not have (a subprocess with ``preexec_fn`` hung that way).
+            started, box = threading.Event(), []
+            thread = threading.Thread(target=_serve, args=(started, box), name=THREAD_NAME, daemon=True)
+            thread.start()
+            started.wait()
+            _portal, _thread = box[0], thread
         return _portal
 
 
@@ -61,23 +78,23 @@ def close() -> None:
     Registered with ``atexit``; owners of long-lived tasks should still end them first, so that their cleanup
     runs in order rather than by cancellation.
     """
-    global _portal, _portal_cm
+    global _portal, _thread
     with _lock:
-        running, cm = _portal, _portal_cm
-        _portal = _portal_cm = None
-    if running is None or cm is None:
+        running, thread = _portal, _thread
+        _portal = _thread = None
+    if running is None or thread is None:
         return
     with contextlib.suppress(RuntimeError):  # already stopped
         running.call(running.stop, True)  # True: cancel what is left, as at exit nobody will wait for it
-    cm.__exit__(None, None, None)  # joins the loop thread
+    thread.join()
 
 
 def _forget_after_fork() -> None:
     # A forked child has the parent's globals but not its threads: the portal there is a husk, and the lock
     # may have been held by a thread that no longer exists. Start over; the parent's loop is untouched.
-    global _lock, _portal, _portal_cm
+    global _lock, _portal, _thread
     _lock = threading.Lock()
-    _portal = _portal_cm = None
+    _portal = _thread = None
 
 
 atexit.register(close)
