@@ -217,3 +217,25 @@ async def test_reconnect_counters_are_per_reset_like_call_counters():
         assert (await pool.call("echo", {"text": "again"})).ok
         later = pool.metrics()
         assert later["servers/faulty/reconnects"] == 0 and later["tools/calls"] == 1
+
+
+async def test_a_tool_with_an_invalid_schema_is_skipped_and_the_rest_kept(caplog):
+    """One bad tool in a server's listing: that tool is left out, with its name and why in one line; the
+    server's other tools work (before, the whole server was refused with a multi-line pydantic error)."""
+    import logging
+
+    from mcp_rl.pool import ToolPool
+    from mcp_rl.server_config import parse_mcp_servers
+
+    caplog.set_level(logging.WARNING, logger="mcp_rl.pool.listing")
+    proxy = str(ROOT / "tests" / "servers" / "invalid_tool_proxy.py")
+    entry = {"command": sys.executable, "args": [proxy], "cwd": str(ROOT)}
+    async with ToolPool(parse_mcp_servers({"wild": entry}), ping_interval_s=60) as pool:
+        names = {tool.name for tool in pool.tools}
+        result = await pool.call("echo", {"text": "still here"})
+    assert {"echo", "pid"} <= names and "broken" not in names
+    assert result.ok and result.text == "still here"
+    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert any("tool broken skipped, inputSchema" in message for message in skipped), skipped
+    assert any("name: Field required" in message for message in skipped), skipped
+    assert all("\n" not in message for message in skipped)

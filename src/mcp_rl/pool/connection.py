@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool
 
 from mcp_rl.pool.launch import launched
+from mcp_rl.pool.listing import ToolListingFilter, skipping_invalid_tools
 from mcp_rl.pool.results import ToolPoolError, _describe
 from mcp_rl.server_config import ServerConfig
 
@@ -38,6 +39,7 @@ class _Connection:
 
     def __init__(self, config: ServerConfig, errlog: TextIO, ping_interval_s: float) -> None:
         self.config = config
+        self.listing = ToolListingFilter(config.name)  # tools the client would refuse, skipped
         self.errlog = errlog
         self.ping_interval_s = ping_interval_s
         self.limiter = anyio.CapacityLimiter(config.max_concurrency)
@@ -66,7 +68,7 @@ class _Connection:
         if config.server is not None:
             return Client(config.server)
         if config.url is not None:
-            return Client(self._http_transport())
+            return Client(skipping_invalid_tools(self._http_transport(), self.listing))
         params = StdioServerParameters(
             command=config.command or "",
             args=config.args,
@@ -75,7 +77,7 @@ class _Connection:
             env={**os.environ, **config.env, _TAG_VARIABLE: self.tag},
             cwd=config.cwd,
         )
-        return Client(stdio_client(params, errlog=self.errlog))
+        return Client(skipping_invalid_tools(stdio_client(params, errlog=self.errlog), self.listing))
 
     @asynccontextmanager
     async def _http_transport(self) -> AsyncIterator[Any]:
