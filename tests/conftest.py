@@ -16,6 +16,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_SERVER = str(ROOT / "tests" / "servers" / "echo.py")
+SQLITE_SERVER = str(ROOT / "tests" / "servers" / "sqlite_db.py")  # a stateful server: one SQLite file
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(ROOT / "tests"))

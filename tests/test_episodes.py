@@ -11,14 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SQLITE_SERVER
 from tiny import child_pids
 
 from mcp_rl.errors import ServerConfigError
 from mcp_rl.pool import BlockingToolPool, FailureKind
 from mcp_rl.server_config import parse_mcp_servers
-
-SQLITE_SERVER = str(ROOT / "tests" / "servers" / "sqlite_db.py")
 
 
 @pytest.fixture

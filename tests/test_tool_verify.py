@@ -8,15 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SQLITE_SERVER
 
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.rewards.compare import OPERATORS, first_number, value_at
 from mcp_rl.server_config import parse_mcp_servers
 from mcp_rl.trajectory import Trajectory
-
-SQLITE_SERVER = str(ROOT / "tests" / "servers" / "sqlite_db.py")
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,6 @@ the loss used.
 
 from __future__ import annotations
 
-import inspect
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -26,20 +25,13 @@ from typing import Any
 
 from mcp_rl.engine import rollout_metrics
 from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.rewards import sample_rows
+from mcp_rl.rewards import is_async_reward, sample_rows
 from mcp_rl.trajectory import Trajectory
 
 
 def is_counter(key: str) -> bool:
     """Counters add up over processes (calls, failures, reconnects); every other metric is a mean."""
     return key.endswith("/calls") or "/failures" in key or key.endswith("/reconnects")
-
-
-def is_async_callable(function: Callable[..., Any]) -> bool:
-    """``async def`` functions and objects with an ``async def __call__`` (TRL awaits both)."""
-    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-        getattr(function, "__call__", None)  # noqa: B004 - an object's async __call__, not callability
-    )
 
 
 @dataclass
@@ -85,7 +77,7 @@ class EpisodeRecorder:
     def wrap(self, function: Callable[..., Any], name: str) -> Callable[..., Any]:
         """``function`` under the same name (what TRL logs it as), reporting its scores here."""
         self.names.append(name)
-        if is_async_callable(function):
+        if is_async_reward(function):
 
             async def scored_async(**kwargs: Any) -> list[float | None]:
                 scores = await function(**kwargs)
