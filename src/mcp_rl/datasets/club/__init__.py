@@ -246,15 +246,28 @@ def questions(club: Club, db: Path, rng: random.Random, n_train: int, n_test: in
     for items in by_kind.values():
         rng.shuffle(items)
     total = sum(_KIND_WEIGHTS.values())
-    picked: dict[str, list[tuple[str, str, str]]] = {"train": [], "test": []}
+    share = n_test / (n_train + n_test)
+    sizes: dict[str, list[int]] = {}  # kind -> [test, train]
     for kind, weight in _KIND_WEIGHTS.items():
-        items = by_kind[kind]
         # Each kind split in the same proportion (a kind with few candidates, such as the 24 classes, gives
-        # fewer questions); test first, train from the rest, so no question is in both splits.
-        n_kind = min(len(items), round((n_train + n_test) * weight / total))
-        n_te = max(1, round(n_kind * n_test / (n_train + n_test)))
-        picked["test"] += items[:n_te]
-        picked["train"] += items[n_te:n_kind]
+        # fewer questions) ...
+        n_kind = min(len(by_kind[kind]), round((n_train + n_test) * weight / total))
+        n_te = max(1, round(n_kind * share))
+        sizes[kind] = [n_te, n_kind - n_te]
+    # ... and what the small kinds could not give, kinds with candidates to spare give, in turn, so a split
+    # has the size asked for.
+    spare = [k for k in _KIND_WEIGHTS if len(by_kind[k]) > sum(sizes[k])]
+    for split, wanted in ((0, n_test), (1, n_train)):
+        while spare and sum(size[split] for size in sizes.values()) < wanted:
+            kind = spare.pop(0)
+            sizes[kind][split] += 1
+            if len(by_kind[kind]) > sum(sizes[kind]):
+                spare.append(kind)
+    picked: dict[str, list[tuple[str, str, str]]] = {"train": [], "test": []}
+    for kind, (n_te, n_tr) in sizes.items():
+        # Test first, train from the rest, so no question is in both splits.
+        picked["test"] += by_kind[kind][:n_te]
+        picked["train"] += by_kind[kind][n_te : n_te + n_tr]
     out: dict[str, list[dict]] = {}
     with sqlite3.connect(db) as conn:
         for split, items in picked.items():
