@@ -11,13 +11,14 @@ from mcp.server.mcpserver import MCPServer
 from tiny import mask_runs
 
 from mcp_rl.configs import RolloutConfig
-from mcp_rl.engine import rollout_metrics
+from mcp_rl.engine import hop_metrics, rollout_metrics
 from mcp_rl.generation import TransformersGenerator, cut_at_stop
 from mcp_rl.parsers import build_parser
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.server_config import in_process, parse_mcp_servers
+from mcp_rl.trajectory import CallRecord, Trajectory, Turn
 
 
 def make_engine(model, tokenizer, pool, parser_name="search_r1", **rollout):
@@ -147,3 +148,22 @@ def test_engine_speed_is_not_asserted_but_recorded(searching_tiny_model, search_
         wall = time.perf_counter() - start
     stats = engine.last_stats
     assert 0 <= stats["rollout/generate_s"] <= stats["rollout/total_s"] <= wall + 1e-3
+
+
+def test_hop_metrics_split_exact_match_and_second_calls_by_hop_count():
+    def episode(calls: int) -> Trajectory:
+        trajectory = Trajectory(prompt_index=0, prompt_messages=[], prompt_ids=[1])
+        trajectory.turns = [Turn(text="", calls=[CallRecord(0, "search", {}, "") for _ in range(calls)])]
+        return trajectory
+
+    episodes = [episode(1), episode(2), episode(2), episode(0), episode(3)]
+    rows = [{"hops": 1}, {"hops": 1}, {"hops": 2}, {"hops": 2}, {}]
+    metrics = hop_metrics(episodes, rows, [1.0, 0.0, 1.0, 1.0, 0.0])
+    assert metrics == {
+        "hops/1/called_twice": 0.5,
+        "hops/1/em": 0.5,
+        "hops/2/called_twice": 0.5,
+        "hops/2/em": 1.0,
+    }
+    assert "hops/1/em" not in hop_metrics(episodes, rows, None)
+    assert hop_metrics(episodes, [{}] * 5, None) == {}

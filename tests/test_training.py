@@ -86,6 +86,8 @@ def test_train_writes_checkpoints_metrics_traces_and_plot(tiny_model_dir, tiny_c
     logged = [m for m in metrics if "reward" in m]
     assert [m["step"] for m in logged] == [1, 2]
     assert all("rewards/exact_match/mean" in m and "tools/calls" in m for m in logged)
+    # The rows have a hops column: EM and the share with a second call per hop count, every step.
+    assert all(0 <= m["hops/1/em"] <= 1 and 0 <= m["hops/1/called_twice"] <= 1 for m in logged)
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     assert len(traces) == 4 and {"turns", "rewards", "answer", "question"} <= set(traces[0])
     assert set(traces[0]["rewards"]) == {"exact_match", "f1", "format", "answer_retrieved"}
@@ -174,6 +176,7 @@ def test_eval_report_and_rollout_display(tiny_model_dir, tiny_corpus, tiny_qa, t
         assert key in report
     assert report["n"] == 4 and report["corpus"] == str(tiny_corpus) and 0 <= report["em"] <= 1
     assert report["tool_calls_per_question"] > 0
+    assert set(report["em_by_hops"]) == set(report["called_twice_by_hops"]) == {"1"}
     lines = report_path.with_suffix(".trajectories.jsonl").read_text().splitlines()
     assert len(lines) == 4 and "em" in json.loads(lines[0])
     shown = mcp_rl("rollout", "--recipe", "search", "--n", "2", "--greedy", *args)

@@ -45,11 +45,16 @@ class RunProgress(TrainerCallback):
         self.bar.n = state.global_step
         elapsed = max(1e-9, time.monotonic() - self.started)
         calls = logs.get("tools/calls", 0.0)
-        self.bar.set_postfix(
-            reward=f"{logs['reward']:.3f}",
-            em=f"{logs.get('rewards/exact_match/mean', float('nan')):.3f}",
-            calls_s=f"{calls / max(1e-9, logs.get('rollout/total_s', elapsed)):.1f}",
-        )
+        postfix = {
+            "reward": f"{logs['reward']:.3f}",
+            "em": f"{logs.get('rewards/exact_match/mean', float('nan')):.3f}",
+            "calls_s": f"{calls / max(1e-9, logs.get('rollout/total_s', elapsed)):.1f}",
+        }
+        # Multi-hop questions in the batch: their EM and how many of them got a second call.
+        if "hops/2/called_twice" in logs:
+            postfix["em_2hop"] = f"{logs.get('hops/2/em', float('nan')):.2f}"
+            postfix["2calls_2hop"] = f"{logs['hops/2/called_twice']:.2f}"
+        self.bar.set_postfix(postfix)
         self.bar.refresh()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:

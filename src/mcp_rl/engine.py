@@ -263,3 +263,26 @@ def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     for reason in ("answer", "no_action", "max_turns", "max_tokens"):
         metrics[f"rollout/finish_{reason}"] = sum(t.finish_reason == reason for t in trajectories) / n
     return metrics
+
+
+def searched_again(trajectory: Trajectory) -> bool:
+    """Two or more tool calls: what a question needing a second lookup (a two-hop one) asks for."""
+    return len(trajectory.calls) >= 2
+
+
+def hop_metrics(
+    trajectories: Sequence[Trajectory], rows: Sequence[Mapping[str, Any]], exact: Sequence[float] | None
+) -> dict[str, float]:
+    """By the rows' ``hops`` column (when they have one): exact match and the share with ≥ 2 calls."""
+    by_hops: dict[Any, list[int]] = {}
+    for index, row in enumerate(rows):
+        if row.get("hops") is not None:
+            by_hops.setdefault(row["hops"], []).append(index)
+    metrics: dict[str, float] = {}
+    for hops, indices in sorted(by_hops.items()):
+        metrics[f"hops/{hops}/called_twice"] = sum(searched_again(trajectories[i]) for i in indices) / len(
+            indices
+        )
+        if exact is not None:
+            metrics[f"hops/{hops}/em"] = sum(exact[i] for i in indices) / len(indices)
+    return metrics

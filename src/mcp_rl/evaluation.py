@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 from mcp_rl.assembly import recipe_parser, tool_pool
 from mcp_rl.configs import Recipe
 from mcp_rl.data import check_data, load_split
+from mcp_rl.engine import hop_metrics
 from mcp_rl.errors import DataError
 from mcp_rl.models import load_model, load_tokenizer, pick_dtype, resolve_model_path
 from mcp_rl.pipeline import RolloutPipeline
@@ -167,12 +168,11 @@ def report_for(trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]
             "finish_reasons": dict(Counter(t.finish_reason for t in trajectories)),
         }
     )
-    hops = Counter(row.get("hops") for row in rows if row.get("hops") is not None)
-    if hops and qa:
-        report["em_by_hops"] = {
-            str(h): sum(s["em"] for s, row in zip(scores, rows, strict=True) if row.get("hops") == h) / count
-            for h, count in sorted(hops.items())
-        }
+    by_hops = hop_metrics(trajectories, rows, [s["em"] for s in scores] if qa else None)
+    for name, key in (("em", "em_by_hops"), ("called_twice", "called_twice_by_hops")):
+        values = {k.split("/")[1]: v for k, v in by_hops.items() if k.endswith(f"/{name}")}
+        if values:
+            report[key] = values
     return report
 
 

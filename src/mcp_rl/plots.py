@@ -47,7 +47,10 @@ def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> 
             ("rollout/parse_errors_per_trajectory", "parse errors / episode"),
         ],
     }
-    figure, axes = plt.subplots(1, len(panels), figsize=(12, 4.5))
+    hop_keys = sorted({k for m in rows for k in m if k.startswith("hops/")})
+    if hop_keys:
+        panels["by hop count"] = [(k, k.removeprefix("hops/").replace("/", "-hop ")) for k in hop_keys]
+    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5))
     for axis, (title, series) in zip(axes, panels.items(), strict=True):
         for key, label in series:
             values = [float(m.get(key, math.nan)) for m in rows]

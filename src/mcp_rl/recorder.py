@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_rl.engine import rollout_metrics
+from mcp_rl.engine import hop_metrics, rollout_metrics
 from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.rewards import is_async_reward, sample_rows
+from mcp_rl.rewards import exact_match_score, is_async_reward, sample_rows
 from mcp_rl.trajectory import Trajectory
 
 
@@ -112,10 +112,11 @@ class EpisodeRecorder:
         self.last_batch = batch
         state = kwargs.get("trainer_state")
         step = state.global_step if state is not None else 0
-        self.write_traces(batch, sample_rows(len(trajectories), kwargs), step)
+        rows = sample_rows(len(trajectories), kwargs)
+        self.write_traces(batch, rows, step)
         log_metric = kwargs.get("log_metric")
         if log_metric is not None:
-            self.log_metrics(batch.trajectories, log_metric)
+            self.log_metrics(batch.trajectories, rows, log_metric)
         self.pipeline.release(batch.trajectories)  # every reward has seen the state the episodes left
 
     # -- what is recorded -----------------------------------------------------------------------------
@@ -138,11 +139,22 @@ class EpisodeRecorder:
                 out.write(json.dumps(record, default=str) + "\n")
 
     def log_metrics(
-        self, trajectories: Sequence[Trajectory], log_metric: Callable[[str, float], None]
+        self,
+        trajectories: Sequence[Trajectory],
+        rows: Sequence[Mapping[str, Any]],
+        log_metric: Callable[[str, float], None],
     ) -> None:
-        """The batch's rollout numbers, the engine's timings and the pool's counters (then reset)."""
+        """The batch's rollout numbers (by hop count too), the engine's timings and the pool's counters
+        (then reset)."""
+        golds = [row.get("golden_answers") for row in rows]
+        exact = (
+            [exact_match_score(t.answer, g) for t, g in zip(trajectories, golds, strict=True)]
+            if golds and all(g is not None for g in golds)
+            else None
+        )
         metrics = {
             **rollout_metrics(trajectories),
+            **hop_metrics(trajectories, rows, exact),
             **self.pipeline.engine.last_stats,
             **self.pipeline.tool_metrics(reset=True),
         }
