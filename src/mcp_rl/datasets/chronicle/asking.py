@@ -28,13 +28,9 @@ class Relation:
         return f"{self.kind}.{self.fact}"
 
 
-def _r(kind: str, fact: str, asks: tuple[str, ...], via: tuple[str, ...] = ()) -> Relation:
-    return Relation(kind, fact, asks, via)
-
-
 _YEAR_OF = "When was {x} %s? Give the year."
 RELATIONS: tuple[Relation, ...] = (
-    _r(
+    Relation(
         "person",
         "born",
         (
@@ -44,12 +40,12 @@ RELATIONS: tuple[Relation, ...] = (
             "Give the year of birth of {x}.",
         ),
     ),
-    _r(
+    Relation(
         "person",
         "died",
         ("In what year did {x} die?", "{X} died in which year?", "What year did {x} die in?"),
     ),
-    _r(
+    Relation(
         "person",
         "birthplace",
         (
@@ -60,12 +56,12 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         ("the town where {x} was born", "the birthplace of {x}"),
     ),
-    _r(
+    Relation(
         "person",
         "profession",
         ("What was the profession of {x}?", "What did {x} do for a living?", "What trade did {x} follow?"),
     ),
-    _r(
+    Relation(
         "person",
         "mentor",
         (
@@ -76,7 +72,7 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         ("the teacher of {x}", "the person who taught {x}"),
     ),
-    _r(
+    Relation(
         "town",
         "island",
         (
@@ -87,15 +83,15 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         ("the island that is home to {x}",),
     ),
-    _r(
+    Relation(
         "town",
         "founded",
         ("In what year was {x} founded?", _YEAR_OF % "founded", "What is the founding year of {x}?"),
     ),
-    _r(
+    Relation(
         "island", "sea", ("In which sea does {x} lie?", "What sea surrounds {x}?", "Name the sea around {x}.")
     ),
-    _r(
+    Relation(
         "island",
         "peak",
         (
@@ -104,7 +100,7 @@ RELATIONS: tuple[Relation, ...] = (
             "Name the highest peak on {x}.",
         ),
     ),
-    _r(
+    Relation(
         "island",
         "capital",
         (
@@ -114,18 +110,18 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         ("the chief port of {x}",),
     ),
-    _r(
+    Relation(
         "ship",
         "launched",
         ("In what year was {x} launched?", "{X} was launched in which year?", _YEAR_OF % "launched"),
     ),
-    _r(
+    Relation(
         "ship",
         "shipyard",
         ("Where was {x} built?", "In which port was {x} built?", "Name the town whose shipyards built {x}."),
         ("the port where {x} was built", "the town whose yards built {x}"),
     ),
-    _r(
+    Relation(
         "ship",
         "captain",
         (
@@ -136,24 +132,24 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         ("the captain of {x}", "the person who commanded {x}"),
     ),
-    _r(
+    Relation(
         "observatory",
         "founder",
         ("Who founded {x}?", "Name the founder of {x}.", "Who was the founder of {x}?"),
         ("the founder of {x}",),
     ),
-    _r(
+    Relation(
         "observatory",
         "opened",
         ("In what year did {x} open?", "{X} opened in which year?", "When did {x} open? Give the year."),
     ),
-    _r(
+    Relation(
         "observatory",
         "island",
         ("On which island does {x} stand?", "Where does {x} stand?", "Name the island where {x} stands."),
         ("the island where {x} stands",),
     ),
-    _r(
+    Relation(
         "guild",
         "seat",
         (
@@ -163,7 +159,7 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         ("the town where {x} has its seat", "the seat of {x}"),
     ),
-    _r(
+    Relation(
         "guild",
         "founded",
         (
@@ -172,7 +168,7 @@ RELATIONS: tuple[Relation, ...] = (
             "{X} was founded in which year?",
         ),
     ),
-    _r(
+    Relation(
         "guild",
         "master",
         (
@@ -182,7 +178,7 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         ("the first master of {x}",),
     ),
-    _r(
+    Relation(
         "guild",
         "trade",
         (
@@ -191,19 +187,19 @@ RELATIONS: tuple[Relation, ...] = (
             "Members of {x} work in which trade?",
         ),
     ),
-    _r(
+    Relation(
         "expedition",
         "leader",
         ("Who led {x}?", "Name the leader of {x}.", "Who was in charge of {x}?"),
         ("the leader of {x}", "the person who led {x}"),
     ),
-    _r(
+    Relation(
         "expedition",
         "ship",
         ("Which ship carried {x}?", "Aboard which ship did {x} sail?", "Name the ship of {x}."),
         ("the ship that carried {x}", "the vessel of {x}"),
     ),
-    _r(
+    Relation(
         "expedition",
         "year",
         (
@@ -212,7 +208,7 @@ RELATIONS: tuple[Relation, ...] = (
             "When did {x} set out? Give the year.",
         ),
     ),
-    _r(
+    Relation(
         "expedition",
         "destination",
         (
@@ -222,13 +218,13 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         ("the island {x} was bound for",),
     ),
-    _r(
+    Relation(
         "festival",
         "town",
         ("Where is {x} held?", "In which town is {x} held?", "Name the town that hosts {x}."),
         ("the town that hosts {x}", "the town where {x} is held"),
     ),
-    _r(
+    Relation(
         "festival",
         "first",
         (
@@ -237,13 +233,13 @@ RELATIONS: tuple[Relation, ...] = (
             "{X} was first held in which year?",
         ),
     ),
-    _r(
+    Relation(
         "festival",
         "honours",
         ("Whom does {x} honour?", "In whose memory is {x} held?", "Name the person honoured by {x}."),
         ("the person honoured by {x}",),
     ),
-    _r(
+    Relation(
         "festival",
         "month",
         (
@@ -252,13 +248,13 @@ RELATIONS: tuple[Relation, ...] = (
             "During which month does {x} take place?",
         ),
     ),
-    _r(
+    Relation(
         "manuscript",
         "author",
         ("Who wrote {x}?", "Name the author of {x}.", "Who was the author of {x}?"),
         ("the author of {x}", "the person who wrote {x}"),
     ),
-    _r(
+    Relation(
         "manuscript",
         "written",
         (
@@ -267,16 +263,16 @@ RELATIONS: tuple[Relation, ...] = (
             "{X} was written in which year?",
         ),
     ),
-    _r(
+    Relation(
         "manuscript",
         "kept",
         ("Where is {x} kept?", "Which institution keeps {x}?", "Name the place that holds {x}."),
         ("the institution that keeps {x}", "the place where {x} is kept"),
     ),
 )
-BY_KEY = {relation.key: relation for relation in RELATIONS}
 
-# The one-hop ways to name a subject: {ref} as in a passage, {name} its canonical name, {label} its kind.
+# The one-hop ways to name a subject: {ref} as in a passage, {name} its canonical name, {label} its kind
+# (a person's plain name is listed twice: drawn two times in three).
 SUBJECT_REFS = {
     "person": ("{ref}", "{ref}", "the {label} {ref}"),
     "town": ("{ref}", "the town of {ref}"),
@@ -353,6 +349,6 @@ def chains(world: World) -> list[tuple[Relation, Relation]]:
     entity with a passage, of a kind the second asks about."""
     pairs = []
     for first in (r for r in RELATIONS if r.via):
-        kinds = {e.facts[first.fact].kind for e in world.by_kind[first.kind] if first.fact in e.facts}  # type: ignore[union-attr]
+        kinds = {e.entity(first.fact).kind for e in world.by_kind[first.kind] if first.fact in e.facts}
         pairs += [(first, second) for second in RELATIONS if second.kind in kinds]
     return pairs
