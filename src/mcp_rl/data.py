@@ -2,7 +2,8 @@
 
 Sources, tried in this order by :func:`load_qa`:
 
-1. a built-in dataset name (``"fictional"``; see :func:`mcp_rl.datasets.builtin_dataset_dir`);
+1. a built-in dataset name (``"fictional"``; see :func:`mcp_rl.datasets.builtin_dataset_dir`); an
+   evaluation-only one (``"chronicle"``) has no train split;
 2. a local path: a ``.jsonl``, ``.json`` (a list of rows), ``.csv`` or ``.parquet`` file, or a folder. In a
    folder the split picks ``<split>.jsonl`` (then ``.parquet``, ``.json``, ``.csv``) when there is one, else
    every data file named ``<split>-*``/``<split>_*`` or inside a ``<split>/`` subfolder, formats mixed;
@@ -43,7 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mcp_rl.answers import ANSWER_COLUMNS, golden_list
-from mcp_rl.datasets import available_datasets, builtin_dataset_dir
+from mcp_rl.datasets import available_datasets, builtin_dataset_dir, is_eval_only
 from mcp_rl.errors import DataError
 
 if TYPE_CHECKING:
@@ -73,6 +74,11 @@ def load_qa(
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
     if source in available_datasets():
+        if is_eval_only(source) and split == "train":
+            raise DataError(
+                f"{source!r} is an evaluation-only dataset (no train split): evaluate on it with "
+                f"data.eval: {source} (mcp-rl eval --qa {source}), never train on it"
+            )
         return _load_files(
             _split_files(builtin_dataset_dir(source), split, source), split, limit, answer_column
         )

@@ -1,10 +1,11 @@
 """The datasets shipped inside the package: lookups (each one's generator lives in its own folder).
 
-``fictional`` (an encyclopedia for the search tool), ``arithmetic`` (word problems for the calculator) and
+``fictional`` (an encyclopedia for the search tool), ``arithmetic`` (word problems for the calculator),
 ``club`` (a members' club database for the SQLite server: questions to answer with a query, and tasks that
-change records). Each folder holds ``train.jsonl`` and ``test.jsonl``; a dataset with something for its tool
-to read has a corpus too (``corpus.jsonl`` for search, ``seed.db`` for SQLite), which ``data.corpus: NAME``
-in a recipe resolves to.
+change records) and ``chronicle`` (a second world for the search tool, written apart from the first, for
+evaluation only). Each folder holds ``test.jsonl`` and, unless the dataset is evaluation-only,
+``train.jsonl``; a dataset with something for its tool to read has a corpus too (``corpus.jsonl`` for
+search, ``seed.db`` for SQLite), which ``data.corpus: NAME`` in a recipe resolves to.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ CORPUS_FILES = ("corpus.jsonl", "seed.db")
 
 def available_datasets() -> list[str]:
     """Names of the datasets shipped inside the package."""
-    return sorted(d.name for d in DATASETS_DIR.iterdir() if d.is_dir() and (d / "train.jsonl").is_file())
+    return sorted(d.name for d in DATASETS_DIR.iterdir() if d.is_dir() and (d / "test.jsonl").is_file())
+
+
+def is_eval_only(name: str) -> bool:
+    """True for a shipped dataset without a train split: a held-out world no recipe may train on."""
+    return not (builtin_dataset_dir(name) / "train.jsonl").is_file()
 
 
 def builtin_dataset_dir(name: str = "fictional") -> Path:
