@@ -32,7 +32,7 @@ from mcp_rl.vllm_backend import _cpu_list, sampling_kwargs, state_dict_items, vl
 
 needs_vllm = pytest.mark.skipif(
     not vllm_available(),
-    reason="vllm is not installed here; these tests run in the vLLM virtualenv (docs/vllm.md)",
+    reason="vllm is not installed here; .ci/run runs these in the vLLM virtualenv of scripts/vllm-venv",
 )
 
 
