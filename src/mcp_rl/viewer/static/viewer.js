@@ -183,10 +183,10 @@
     ["Failed calls by kind", (rows) => {
       const kinds = new Set();
       for (const row of rows) for (const key of Object.keys(row)) { const m = key.match(/^tools\/.+\/failures\/(.+)$/); if (m) kinds.add(m[1]); }
-      return [...kinds].sort().map((kind) => ({
+      return [...named(rows, [["tools/failures", "all kinds"]]), ...[...kinds].sort().map((kind) => ({
         label: kind.replace(/_/g, " "),
         values: rows.map((r) => ("tools/calls" in r ? Object.keys(r).filter((k) => k.endsWith(`/failures/${kind}`)).reduce((s, k) => s + r[k], 0) : null)),
-      }));
+      }))];
     }],
     ["Tool latency p50 / p95 (s)", (rows) => seriesOf(rows, /^tools\/.+\/latency_p(50|95)_s$/,
       (k) => k.replace(/^tools\//, "").replace(/\/latency_(p\d+)_s$/, " $1"))],
@@ -212,7 +212,8 @@
     }
     const options = {
       title, width, height: 230,
-      scales: { x: { time: false } },
+      // From 0 (or below) up: a flat line of zeros reads as zeros, not as the middle of an arbitrary range.
+      scales: { x: { time: false }, y: { range: (u, min, max) => [Math.min(0, min), max > Math.min(0, min) ? max * 1.05 : 1] } },
       axes: [{ label: "step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, {}],
       series: [{ label: "step" }, ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true }))],
     };
