@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import socket
 import subprocess
@@ -129,6 +130,28 @@ __all__ = ["SEARCH_EPISODE", "TEST_QUESTIONS", "TEST_SYSTEM", "tiny_prompt_confi
 def searching_tiny_model():
     """A tiny Llama that answers any question with a ``<search>`` and then an ``<answer>``."""
     return searching_model(seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(searching_tiny_model, tmp_path_factory) -> Path:
+    """The searching tiny model saved as a model folder (for recipes, the CLI and ``--model``)."""
+    model, tokenizer = searching_tiny_model
+    folder = tmp_path_factory.mktemp("tiny-model")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_qa(tmp_path_factory) -> Path:
+    """QA rows (id, question, golden_answers, hops) over ``TEST_QUESTIONS``, twice over."""
+    path = tmp_path_factory.mktemp("qa") / "qa.jsonl"
+    rows = [
+        {"id": str(i), "question": q, "golden_answers": ["Draskel"], "hops": 1}
+        for i, q in enumerate(TEST_QUESTIONS)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows * 2))
+    return path
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import json
 import math
 import os
 
+import pytest
 import torch
 from tiny import child_pids, searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
 
@@ -34,7 +35,7 @@ def test_two_grpo_steps_with_real_tool_calls(searching_tiny_model, search_entry,
     server_pids = child_pids() - children_before
     assert server_pids, "the stdio search server should be a child process"
     trainer = MCPGRPOTrainer(
-        args=tiny_grpo_config(tmp_path / "out"),
+        args=tiny_grpo_config(tmp_path / "out", reward_weights=[2.0, 0.5]),
         train_dataset=dataset,
         trace_path=tmp_path / "traces.jsonl",
         **searching_trainer_kwargs(model, tokenizer, pool),
@@ -48,8 +49,13 @@ def test_two_grpo_steps_with_real_tool_calls(searching_tiny_model, search_entry,
     assert any(0 in t.completion_mask and 1 in t.completion_mask for t in trajectories), "mask is trivial"
     # The traces hold what the rewards received: every episode of both steps, scored by both functions.
     traces = [json.loads(line) for line in (tmp_path / "traces.jsonl").read_text().splitlines()]
-    assert [t["step"] for t in traces] == [0] * 4 + [1] * 4
+    # Episodes carry the step they train, the step of the metrics line that logs their rewards.
+    assert [t["step"] for t in traces] == [1] * 4 + [2] * 4
     assert all(set(t["rewards"]) == {"exact_match", "format_reward"} for t in traces)
+    # The total is weighted as the loss weighs it (reward_weights 2 and 0.5).
+    for trace in traces:
+        scores = trace["rewards"]
+        assert trace["reward"] == pytest.approx(2.0 * scores["exact_match"] + 0.5 * scores["format_reward"])
     assert all(t["row"]["golden_answers"] == ["Draskel"] for t in traces)
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert changed, "no parameter changed"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT, TEST_QUESTIONS, TEST_SYSTEM, run_cli
+from conftest import ROOT, run_cli
 from safetensors.torch import load_file
+from tiny import tiny_search_settings
 from tiny_models import tiny_model_and_tokenizer
 from transformers import AutoModelForCausalLM
 
@@ -23,49 +24,9 @@ from mcp_rl.run import grpo_config, training_dataset
 from mcp_rl.trainer import COMPLETE_MARKER, last_complete_checkpoint
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(searching_tiny_model, tmp_path_factory) -> Path:
-    model, tokenizer = searching_tiny_model
-    folder = tmp_path_factory.mktemp("tiny-model")
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def tiny_qa(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("qa") / "qa.jsonl"
-    rows = [
-        {"id": str(i), "question": q, "golden_answers": ["Draskel"], "hops": 1}
-        for i, q in enumerate(TEST_QUESTIONS)
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows * 2))
-    return path
-
-
 def overrides(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[str]:
-    settings: dict[str, object] = {
-        "model.name_or_path": str(model_dir),
-        "model.train_top_layers": 1,
-        "data.train": str(qa),
-        "data.eval": str(qa),
-        "data.eval_split": "train",
-        "data.corpus": str(corpus),
-        "prompt.system": TEST_SYSTEM,
-        "prompt.user_template": "'{question}'",
-        "prompt.few_shot": "[]",
-        "prompt.tools_in": "template",
-        "rollout.max_new_tokens": 16,
-        "trainer.max_steps": 2,
-        "trainer.num_generations": 2,
-        "trainer.per_device_train_batch_size": 2,
-        "trainer.gradient_accumulation_steps": 1,
-        "trainer.save_steps": 1,
-        "trainer.learning_rate": 1e-3,
-        "trainer.bf16": False,
-        **extra,
-    }
-    return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+    settings = tiny_search_settings(model_dir, corpus, qa, **extra)
+    return [arg for setting in settings for arg in ("--set", setting)]
 
 
 def mcp_rl(*args: str) -> subprocess.CompletedProcess[str]:

@@ -203,6 +203,33 @@ def searching_trainer_kwargs(model: Any, tokenizer: Any, pool: Any, **pipeline: 
     }
 
 
+def tiny_search_settings(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[str]:
+    """``KEY=VALUE`` overrides (``--set``) that run the ``search`` recipe with the tiny model in seconds:
+    short prompts, 16-token turns, 2 steps of 2 completions, a checkpoint per step."""
+    settings: dict[str, object] = {
+        "model.name_or_path": str(model_dir),
+        "model.train_top_layers": 1,
+        "data.train": str(qa),
+        "data.eval": str(qa),
+        "data.eval_split": "train",
+        "data.corpus": str(corpus),
+        "prompt.system": TEST_SYSTEM,
+        "prompt.user_template": "'{question}'",
+        "prompt.few_shot": "[]",
+        "prompt.tools_in": "template",
+        "rollout.max_new_tokens": 16,
+        "trainer.max_steps": 2,
+        "trainer.num_generations": 2,
+        "trainer.per_device_train_batch_size": 2,
+        "trainer.gradient_accumulation_steps": 1,
+        "trainer.save_steps": 1,
+        "trainer.learning_rate": 1e-3,
+        "trainer.bf16": False,
+        **extra,
+    }
+    return [f"{key}={value}" for key, value in settings.items()]
+
+
 def mask_runs(mask: list[int], ids: list[int]) -> list[tuple[int, list[int]]]:
     """Consecutive (mask value, token ids) runs of a trajectory: model turns (1) and observations (0)."""
     out: list[tuple[int, list[int]]] = []

@@ -14,6 +14,7 @@ traceback. Any other error is a bug or a failure deep inside training, and keeps
     mcp-rl rollout     --recipe NAME [--n 4] [--model CKPT]
     mcp-rl prompt      --recipe NAME [--row N] [--model PATH]
     mcp-rl init        (--config servers.json | --server 'command args') [--name NAME] [--dir DIR]
+    mcp-rl view        RUN_DIR [EVAL_REPORT.json ...] [--port N | --out page.html]
 """
 
 from __future__ import annotations
@@ -371,6 +372,37 @@ def init(
     for tool, why in result.skipped.items():
         typer.echo(f"  few-shot: {tool} not called: {why}")
     typer.echo(f"next: mcp-rl prompt --recipe {result.recipe_path}")
+
+
+@app.command("view")
+def view(
+    run_dir: Annotated[str, typer.Argument(help="A run's output folder (metrics.jsonl, traces.jsonl).")],
+    reports: Annotated[
+        list[str] | None,
+        typer.Argument(help="Eval reports (mcp-rl eval --output); two give the before/after view."),
+    ] = None,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any).")] = 8765,
+    out: Annotated[
+        str | None, typer.Option("--out", help="Write one self-contained HTML file instead of serving.")
+    ] = None,
+    max_episodes: Annotated[
+        int,
+        typer.Option(
+            "--max-episodes", min=0, help="With --out: the last N episodes of each list kept whole."
+        ),
+    ] = 2000,
+) -> None:
+    """Look at a run: curves, episodes filtered and read turn by turn (calls, observations, masked spans,
+    rewards), two eval reports side by side. Serves a page on 127.0.0.1, live as the run writes."""
+    from mcp_rl.viewer import RunData, serve, write_page
+
+    with _config_errors():
+        data = RunData(run_dir, reports or [])
+        if out is not None:
+            path = write_page(data, out, max_episodes=max_episodes)
+            typer.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+            return
+        serve(data, port, on_ready=lambda url: typer.echo(f"mcp-rl view: {url}  (Ctrl-C stops)"))
 
 
 def _servers_block(path: str) -> dict[str, Any]:

@@ -15,12 +15,13 @@ from typing import Any
 
 from mcp_rl.configs import RolloutConfig
 from mcp_rl.generation import Generation, Generator, SamplingParams
+from mcp_rl.observation import TOKEN_TRUNCATION_MARKER
 from mcp_rl.parsers import ParsedTurn, ParseError, Parser, ToolCall
 from mcp_rl.pool import BlockingToolPool, EpisodeTools, FailureKind, ToolResult, failed
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.trajectory import CallRecord, Trajectory, Turn
 
-TRUNCATED = " …[truncated]"
+TRUNCATED = TOKEN_TRUNCATION_MARKER
 
 
 class RolloutEngine:

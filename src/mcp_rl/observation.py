@@ -19,6 +19,8 @@ from mcp.types import (
 )
 
 TRUNCATION_MARKER = "… [truncated {n} characters]"
+# The engine's mark where an observation's tokens were cut to ``rollout.max_observation_tokens``.
+TOKEN_TRUNCATION_MARKER = " …[truncated]"
 # Lone surrogates (U+D800–U+DFFF) are not Unicode: a tokenizer raises on them and no transport can encode
 # them, so tool text carrying one is repaired with U+FFFD (the replacement character) before anyone sees it.
 _SURROGATES = re.compile("[\ud800-\udfff]")

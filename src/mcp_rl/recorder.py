@@ -57,6 +57,8 @@ class EpisodeRecorder:
         self.num_processes = 1
         self.gather_keys: Callable[[list[str]], list[str]] | None = None
         self.names: list[str] = []
+        # Each function's weight in the total TRL trains on (``GRPOConfig.reward_weights``); 1 when unset.
+        self.weights: dict[str, float] = {}
         self.last_batch: _Batch | None = None
         self._batch: _Batch | None = None
         self._lock = threading.Lock()
@@ -111,7 +113,9 @@ class EpisodeRecorder:
             batch, self._batch = self._batch, None
         self.last_batch = batch
         state = kwargs.get("trainer_state")
-        step = state.global_step if state is not None else 0
+        # The optimizer step these episodes train (global_step counts the ones done): the same step number
+        # as the metrics line that logs their rewards, and what a resume trims traces to.
+        step = state.global_step + 1 if state is not None else 0
         rows = sample_rows(len(trajectories), kwargs)
         self.write_traces(batch, rows, step)
         log_metric = kwargs.get("log_metric")
@@ -121,15 +125,18 @@ class EpisodeRecorder:
 
     # -- what is recorded -----------------------------------------------------------------------------
     def write_traces(self, batch: _Batch, rows: Sequence[Mapping[str, Any]], step: int) -> None:
-        """One JSON line per episode: step, score per function, the dataset row, the episode itself."""
+        """One JSON line per episode: step, score per function and their weighted total (what the loss used),
+        the dataset row, the episode itself."""
         if self.trace_path is None:
             return
         self.trace_path.parent.mkdir(parents=True, exist_ok=True)
         with self.trace_path.open("a") as out:
             for index, (trajectory, row) in enumerate(zip(batch.trajectories, rows, strict=True)):
+                rewards = {name: scores[index] for name, scores in batch.scores.items()}
                 record = {
                     "step": step,
-                    "rewards": {name: scores[index] for name, scores in batch.scores.items()},
+                    "rewards": rewards,
+                    "reward": self.total(rewards),
                     "question": row.get("question"),
                     "golden_answers": row.get("golden_answers"),
                     "row": dict(row),
@@ -137,6 +144,11 @@ class EpisodeRecorder:
                 }
                 record.pop("prompt_messages")  # the same for a whole group, and long
                 out.write(json.dumps(record, default=str) + "\n")
+
+    def total(self, rewards: Mapping[str, float | None]) -> float | None:
+        """The weighted sum of the scores present (TRL's ``nansum``); None when no function scored."""
+        present = [(name, score) for name, score in rewards.items() if score is not None]
+        return sum(self.weights.get(name, 1.0) * score for name, score in present) if present else None
 
     def log_metrics(
         self,

@@ -20,7 +20,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,10 @@ __all__ = [
     "load_mcp_servers_file",
     "parse_mcp_servers",
     "parse_server",
+    "redact",
+    "redacted_servers",
     "resolve_command",
+    "server_secrets",
 ]
 
 # A URL's password ("scheme://user:password@host") is hidden even when it was written out literally.
@@ -132,9 +135,49 @@ class ServerConfig:
 
     def redact(self, text: str) -> str:
         """``text`` with every `${VAR}` expansion and any URL password replaced by ``***``."""
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, "***")
-        return _URL_PASSWORD.sub(r"\1***@", text)
+        return redact(text, self.secrets)
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets`` (longest first) and any URL password replaced by ``***``."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return _URL_PASSWORD.sub(r"\1***@", text)
+
+
+def server_secrets(servers: Mapping[str, Any]) -> list[str]:
+    """Every value an ``mcpServers`` block could leak, without starting anything or failing on unset
+    variables: its ``env`` and ``headers`` values as written, and what each ``${VAR}`` it names holds in
+    this environment (e.g. for pages and reports made from a run's saved recipe)."""
+    found: list[str] = []
+    for entry in servers.values():
+        if not isinstance(entry, Mapping):
+            continue
+        for key in ("env", "headers"):
+            values = entry.get(key)
+            if isinstance(values, Mapping):
+                found += [str(v) for v in values.values()]
+    for name in _ENV_VAR.findall(json.dumps(servers, default=str)):
+        found.append(os.environ.get(name[0], ""))
+    return sorted({s for s in found if len(s) >= _MIN_SECRET_CHARS})
+
+
+def redacted_servers(servers: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``mcpServers`` block fit to show: ``env`` and ``headers`` values are ``***`` (their names stay),
+    URL passwords are hidden."""
+    shown: dict[str, Any] = {}
+    for name, entry in servers.items():
+        if not isinstance(entry, Mapping):
+            shown[name] = entry
+            continue
+        entry = dict(entry)
+        for key in ("env", "headers"):
+            if isinstance(entry.get(key), Mapping):
+                entry[key] = dict.fromkeys(entry[key], "***")
+        if isinstance(entry.get("url"), str):
+            entry["url"] = redact(entry["url"], ())
+        shown[name] = entry
+    return shown
 
 
 def expand_env(value: str, where: str, secrets: list[str] | None = None) -> str:

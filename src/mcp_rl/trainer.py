@@ -160,6 +160,7 @@ class MCPGRPOTrainer(GRPOTrainer):
                 **kwargs,
             )
         self.add_callback(CheckpointMarker())
+        self.recorder.weights = dict(zip(self.reward_func_names, self.reward_weights.tolist(), strict=True))
         if self.accelerator.num_processes > 1:
             self.recorder.distribute(
                 self.accelerator.process_index, self.accelerator.num_processes, gather_object
