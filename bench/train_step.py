@@ -5,8 +5,9 @@ generator that reuses attention state, in one training run.
 
 The ``search`` recipe as ``mcp-rl train`` builds it (SmolLM2-135M-Instruct, the top 12 layers trained, the
 real BM25 search server over stdio, the recipe's rewards), through ``MCPGRPOTrainer``. The first step is a
-warm-up and is not counted; then the steps alternate between the two generators (the same trainer, model
-and servers), so both sides see the same load and the same policy drift. Per step: wall seconds, process
+warm-up and is not counted; then come pairs of steps, one with each generator (the same trainer, model and
+servers; the order swapped from pair to pair), and both steps of a pair roll out the same questions, so
+both sides see the same load, the same questions and the same policy drift. Per step: wall seconds, process
 CPU seconds (less sensitive to other processes on a shared machine), and the seconds the rollout spent
 generating, calling tools and in total; the rest of a step is TRL's scoring, forward and backward.
 
@@ -39,8 +40,7 @@ from mcp_rl.models import load_model, train_top_layers
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.recipe import load_recipe
 from mcp_rl.rewards import build_reward_functions
-from mcp_rl.run import grpo_config, training_dataset
-from mcp_rl.trainer import MCPGRPOTrainer
+from mcp_rl.run import grpo_config, recipe_trainer, training_dataset
 
 TARGET_STEP_SPEEDUP = 2.0
 
@@ -48,18 +48,16 @@ TARGET_STEP_SPEEDUP = 2.0
 class AlternatingGenerators(TrainerCallback):
     """Before each step, hands the pipeline the generator whose turn it is; after it, records the step."""
 
-    def __init__(self, pipeline: RolloutPipeline, generators: dict[str, Generator], warmup_steps: int):
+    def __init__(self, pipeline: RolloutPipeline, generators: dict[str, Generator], schedule: list[str]):
         self.pipeline = pipeline
         self.generators = generators
-        self.names = list(generators)
-        self.warmup_steps = warmup_steps
+        self.schedule = schedule  # the generator of each step; the first step is the warm-up
         self.steps: dict[str, list[dict[str, float]]] = {name: [] for name in generators}
-        self.current = self.names[0]
+        self.current = schedule[0]
         self.started = self.started_cpu = 0.0
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        counted = state.global_step - self.warmup_steps
-        self.current = self.names[counted % len(self.names)] if counted >= 0 else self.names[-1]
+        self.current = self.schedule[state.global_step]
         self.pipeline.use_generator(self.generators[self.current])
         self.started, self.started_cpu = time.perf_counter(), time.process_time()
 
@@ -72,7 +70,7 @@ class AlternatingGenerators(TrainerCallback):
             "tools_s": stats["rollout/tools_s"],
             "rollout_s": stats["rollout/total_s"],
         }
-        warm = state.global_step <= self.warmup_steps
+        warm = state.global_step <= 1
         log(
             f"step {state.global_step} {self.current:>5}{' (warm-up)' if warm else ''}: "
             f"{step['step_s']:.1f} s "
@@ -80,6 +78,18 @@ class AlternatingGenerators(TrainerCallback):
         )
         if not warm:
             self.steps[self.current].append(step)
+
+
+def paired_schedule(names: list[str], pairs: int) -> list[str]:
+    """A warm-up step, then pairs of steps, one per generator, the order swapped from pair to pair."""
+    return [names[-1]] + [name for pair in range(pairs) for name in (names if pair % 2 == 0 else names[::-1])]
+
+
+def paired_questions(dataset: Any, questions_per_step: int, pairs: int) -> Any:
+    """The training questions in step order with each pair's questions twice: both steps of a pair roll
+    out the same questions (episode length depends on the question far more than on one optimizer step)."""
+    blocks = [list(range(b * questions_per_step, (b + 1) * questions_per_step)) for b in range(pairs + 1)]
+    return dataset.select(blocks[0] + [i for block in blocks[1:] for i in block * 2])
 
 
 def median(steps: list[dict[str, float]], key: str) -> float:
@@ -105,11 +115,14 @@ def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     steps_per_side = args.steps or (2 if args.quick else 3)
-    warmup_steps = 1
     started = time.perf_counter()
     log(f"{threads} thread(s) ({cpus} CPUs, load average {load_before:.2f})")
 
-    overrides = [f"trainer.max_steps={warmup_steps + 2 * steps_per_side}", "trainer.save_strategy='no'"]
+    overrides = [
+        f"trainer.max_steps={1 + 2 * steps_per_side}",
+        "trainer.save_strategy='no'",
+        "trainer.shuffle_dataset=false",
+    ]
     if args.quick:
         overrides += ["trainer.gradient_accumulation_steps=1"]
     recipe = load_recipe("search", overrides)
@@ -126,14 +139,19 @@ def main() -> None:
         with RolloutPipeline.from_recipe(
             recipe, model, tokenizer, pool=pool, generator=generators["old"]
         ) as pipeline:
-            clock = AlternatingGenerators(pipeline, generators, warmup_steps)
-            trainer = MCPGRPOTrainer(
-                model=model,
-                reward_funcs=reward_funcs,
-                args=grpo_args,
-                train_dataset=training_dataset(recipe),
-                processing_class=tokenizer,
-                pipeline=pipeline,
+            clock = AlternatingGenerators(
+                pipeline, generators, paired_schedule(list(generators), steps_per_side)
+            )
+            questions_per_step = (
+                grpo_args.per_device_train_batch_size * grpo_args.gradient_accumulation_steps
+            ) // grpo_args.num_generations
+            trainer = recipe_trainer(
+                recipe,
+                grpo_args,
+                model,
+                pipeline,
+                reward_funcs,
+                train_dataset=paired_questions(training_dataset(recipe), questions_per_step, steps_per_side),
                 callbacks=[clock],
                 close_pipeline=False,
             )
@@ -156,12 +174,12 @@ def main() -> None:
     for name, steps in clock.steps.items():
         result.update(
             {
-                f"{name}_{key}": [round(step[key], 2) for step in steps]
+                f"{name}_each_{key}": [round(step[key], 2) for step in steps]
                 for key in ("step_s", "cpu_s", "generate_s", "tools_s", "rollout_s")
             }
         )
         # What is left of a step once the rollout is done: TRL's rewards, forward and backward.
-        result[f"{name}_train_s"] = [round(step["step_s"] - step["rollout_s"], 2) for step in steps]
+        result[f"{name}_each_train_s"] = [round(step["step_s"] - step["rollout_s"], 2) for step in steps]
     result.update(
         {
             "completions_per_step": grpo_args.per_device_train_batch_size
