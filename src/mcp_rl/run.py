@@ -93,6 +93,30 @@ def peft_config(recipe: Recipe) -> Any:
     )
 
 
+def recipe_trainer(
+    recipe: Recipe,
+    args: Any,
+    model: Any,
+    pipeline: RolloutPipeline,
+    reward_funcs: list[Any],
+    *,
+    train_dataset: Any = None,
+    **kwargs: Any,
+) -> MCPGRPOTrainer:
+    """The recipe's trainer: its training questions (unless ``train_dataset`` is given), the pipeline's
+    episodes, LoRA adapters when asked."""
+    return MCPGRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=training_dataset(recipe) if train_dataset is None else train_dataset,
+        processing_class=pipeline.tokenizer,
+        pipeline=pipeline,
+        peft_config=peft_config(recipe),
+        **kwargs,
+    )
+
+
 def train(
     recipe: Recipe, output_dir: str | Path, *, resume: bool = False, model_path: str | None = None
 ) -> dict[str, Any]:
@@ -126,14 +150,12 @@ def train(
             pipeline = stack.enter_context(
                 RolloutPipeline.from_recipe(recipe, model, tokenizer, seed=args.seed, pool=pool)
             )
-            trainer = MCPGRPOTrainer(
-                model=model,
-                reward_funcs=reward_funcs,
-                args=args,
-                train_dataset=training_dataset(recipe),
-                processing_class=tokenizer,
-                pipeline=pipeline,
-                peft_config=peft_config(recipe),
+            trainer = recipe_trainer(
+                recipe,
+                args,
+                model,
+                pipeline,
+                reward_funcs,
                 trace_path=output / "traces.jsonl",
                 callbacks=[MetricsFile(output / "metrics.jsonl"), RunProgress()],
             )
