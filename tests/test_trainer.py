@@ -85,3 +85,49 @@ def test_a_steps_tool_counters_include_its_verification_calls(searching_tiny_mod
         assert entry["rewards/verified/mean"] == 1.0
         rollout_calls = round(entry["rollout/calls_per_trajectory"] * 4)
         assert entry["tools/search/calls"] == rollout_calls + 4, "4 verification calls a step, same step"
+
+
+def test_the_loss_skips_columns_that_are_padding_in_every_row_and_is_unchanged(
+    searching_tiny_model, search_entry, tmp_path
+):
+    from trl import GRPOTrainer
+
+    from mcp_rl.trainer import trim_padding
+
+    model, tokenizer = searching_tiny_model
+    pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
+    trainer = MCPGRPOTrainer(
+        args=tiny_grpo_config(tmp_path / "out"),
+        train_dataset=tiny_dataset(2),
+        **searching_trainer_kwargs(model, tokenizer, pool),
+    )
+    try:
+        generator = torch.Generator().manual_seed(0)
+        vocab = model.config.vocab_size
+        # Prompts left-padded (two columns are padding in both rows), completions right-padded (three are).
+        prompt_mask = torch.tensor([[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
+        completion_mask = torch.tensor([[1, 1, 1, 1, 1, 0, 0, 0], [1, 1, 1, 0, 0, 0, 0, 0]])
+        tool_mask = torch.tensor([[1, 1, 0, 0, 1, 1, 1, 1], [1, 0, 1, 1, 1, 1, 1, 1]])
+        inputs = {
+            "prompt_ids": torch.randint(3, vocab, (2, 6), generator=generator) * prompt_mask,
+            "prompt_mask": prompt_mask,
+            "completion_ids": torch.randint(3, vocab, (2, 8), generator=generator) * completion_mask,
+            "completion_mask": completion_mask,
+            "tool_mask": tool_mask,
+            "advantages": torch.tensor([1.0, -0.5]),
+            "num_items_in_batch": (completion_mask * tool_mask).sum(),
+        }
+        trimmed = trim_padding(inputs)
+        assert trimmed["prompt_ids"].shape == (2, 4) and trimmed["completion_ids"].shape == (2, 5)
+        assert trimmed["tool_mask"].shape == (2, 5)
+        assert torch.equal(trimmed["advantages"], inputs["advantages"])
+        ours = trainer.compute_loss(model, inputs)
+        trls = GRPOTrainer.compute_loss(trainer, model, inputs)
+        assert torch.isfinite(ours) and ours.item() != 0.0
+        assert ours.item() == pytest.approx(trls.item(), rel=1e-4, abs=1e-6)
+        # Nothing to trim, or a per-token tensor it does not know: the inputs go to TRL as they are.
+        assert trim_padding(trimmed) is trimmed
+        unknown = {**inputs, "token_type_ids": torch.zeros(2, 14, dtype=torch.long)}
+        assert trim_padding(unknown) is unknown
+    finally:
+        pool.close()

@@ -9,7 +9,8 @@ observation tokens come back as ``env_mask`` 0, so TRL's loss ignores them. The 
   ``env_mask`` (becomes TRL's ``tool_mask``) and ``trajectories``, which TRL hands to every reward function;
 - reward functions are wrapped by an ``EpisodeRecorder``, which writes traces and logs rollout and tool
   metrics through TRL's ``log_metric`` once every function has scored the batch;
-- a ``TrainerCallback`` marks each checkpoint folder complete once transformers has written all of it.
+- a ``TrainerCallback`` marks each checkpoint folder complete once transformers has written all of it;
+- ``compute_loss`` (a public ``Trainer`` method) hands TRL each micro-batch without its all-padding columns.
 
 No private method is overridden.
 """
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -45,6 +47,52 @@ def last_complete_checkpoint(output_dir: str | Path) -> str | None:
         if path.name.split("-")[-1].isdigit() and (path / COMPLETE_MARKER).exists()
     ]
     return str(max(complete)[1]) if complete else None
+
+
+# What TRL lays out along the prompt and along the completion (one row per episode).
+PROMPT_KEYS = ("prompt_ids", "prompt_mask")
+COMPLETION_KEYS = (
+    "completion_ids",
+    "completion_mask",
+    "tool_mask",
+    "advantages",
+    "old_per_token_logps",
+    "sampling_per_token_logps",
+    "ref_per_token_logps",
+    "importance_sampling_ratio",
+)
+
+
+def trim_padding(inputs: dict[str, Any]) -> dict[str, Any]:
+    """``inputs`` without the prompt's leading and the completion's trailing columns that are padding in
+    every row.
+
+    TRL pads a whole generation batch to its longest prompt (on the left) and longest completion (on the
+    right), then computes the loss a micro-batch at a time: a micro-batch of short episodes would run the
+    model over columns that are padding in all of its rows (a third of the completion columns in a records
+    run). Padding is masked out of attention and loss, so dropping it changes no token's value beyond float
+    rounding (positions shift alike for every token, and rotary attention sees only their differences).
+    Inputs holding any other per-token tensor (images, token types) are left as they are.
+    """
+    prompt_mask, completion_mask = inputs["prompt_mask"], inputs["completion_mask"]
+    prompt_width, completion_width = prompt_mask.size(1), completion_mask.size(1)
+    known = {*PROMPT_KEYS, *COMPLETION_KEYS}
+    if any(torch.is_tensor(v) and v.dim() >= 2 and k not in known for k, v in inputs.items()):
+        return inputs
+    used_prompt = prompt_mask.any(0).nonzero()
+    used_completion = completion_mask.any(0).nonzero()
+    start = int(used_prompt[0]) if len(used_prompt) else 0
+    end = int(used_completion[-1]) + 1 if len(used_completion) else completion_width
+    if start == 0 and end == completion_width:
+        return inputs
+    trimmed = dict(inputs)
+    for key in PROMPT_KEYS:
+        trimmed[key] = inputs[key][:, start:]
+    for key in COMPLETION_KEYS:
+        value = inputs.get(key)
+        if torch.is_tensor(value) and value.dim() == 2 and value.size(1) == completion_width:
+            trimmed[key] = value[:, :end]
+    return trimmed
 
 
 class TRLVLLMGenerator:
@@ -198,6 +246,13 @@ class MCPGRPOTrainer(GRPOTrainer):
             "env_mask": [t.completion_mask for t in trajectories],
             "trajectories": trajectories,
         }
+
+    # -- the loss -------------------------------------------------------------------------------------
+    def compute_loss(
+        self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+    ) -> Any:
+        """TRL's loss on the micro-batch without the columns that are padding in all of its rows."""
+        return super().compute_loss(model, trim_padding(inputs), return_outputs, num_items_in_batch)
 
     # -- lifetime -------------------------------------------------------------------------------------
     def train(self, *args: Any, **kwargs: Any) -> Any:
