@@ -12,10 +12,11 @@ calculator  answers: the golden value, with a unit or a trailing ``.0``, off by 
 sql         answers: the golden rows (a list in reverse order too), another row's answer of the same kind,
             a count off by one, part of a list, lower case; plain: the reference query run with ``sqlite3``
             on the seed database, its values against the answer's comma-separated values.
-records     episodes: the reference statement, it twice, it and a change elsewhere, it on another member or
-            class, nothing, a statement missing part of its WHERE clause; plain: every table of the
-            episode's database (``sqlite3``, after the episode) equals the seed with the reference statement
-            applied, as multisets of rows. Tool side: ``change_made`` and ``state_correct`` both 1.
+records     episodes: the reference statement, it with a one-letter typo in a name, it twice, it and a
+            change elsewhere, it on another member or class, nothing, a statement missing part of its WHERE
+            clause; plain: every table of the episode's database (``sqlite3``, after the episode) equals the
+            seed with the reference statement applied, as multisets of rows. Tool side: ``change_made`` and
+            ``state_correct`` both 1.
 
 Prints the disagreements (a few of each recipe) and the agreement; the last line on stdout is one JSON
 object: ``episodes``, ``agree``, ``agreement``, ``by_recipe`` {name: {episodes, agree, positives}}.
@@ -145,8 +146,13 @@ def record_statements(
     loose = (
         reference.split(" AND ")[0] if " AND " in reference else reference.replace(" WHERE ", " WHERE 1 OR ")
     )
+    # One letter changed inside the statement's first quoted value (a name, a town): what a model's typo does.
+    quoted = reference.split("'")[1]
+    middle = len(quoted) // 2
+    typo = quoted[:middle] + ("a" if quoted[middle] != "a" else "e") + quoted[middle + 1 :]
     cases = {
         "reference": [reference],
+        "misspelled": [reference.replace(f"'{quoted}'", f"'{typo}'", 1)],
         "reference again": [reference],
         "twice": [reference, reference],
         "and elsewhere": [reference, elsewhere],

@@ -206,6 +206,10 @@ def test_records_state_check_scores_a_correct_episode_1_and_wrong_ones_0():
     book = next(row for row in tasks if row["kind"] == "book")
     member = move["reference_sql"].split("member = ")[1].split(" AND")[0]
     bump = "UPDATE members SET joined = joined + 1 WHERE name = (SELECT min(name) FROM members)"
+    book_member = book["reference_sql"].split("VALUES ('")[1].split("'")[0]
+    middle = len(book_member) // 2
+    letter = "a" if book_member[middle] != "a" else "e"
+    misspelled = book_member[:middle] + letter + book_member[middle + 1 :]
     episodes_by_case = {  # case: (task, statements the episode ran)
         "correct": (move, [move["reference_sql"]]),
         "correct_booking": (book, [book["reference_sql"]]),
@@ -213,6 +217,8 @@ def test_records_state_check_scores_a_correct_episode_1_and_wrong_ones_0():
         "every_booking_moved": (move, [move["reference_sql"].replace(f"member = {member} AND ", "")]),
         "nothing": (move, []),
         "and_something_else": (move, [move["reference_sql"], bump]),
+        # One letter of the name wrong (inside the name, not at either end): the asked-for row is missing.
+        "misspelled": (book, [book["reference_sql"].replace(book_member, misspelled)]),
     }
     with BlockingToolPool(recipe.server_configs()) as pool:
         rewards, _ = build_reward_functions(recipe.rewards, pool)
@@ -236,9 +242,10 @@ def test_records_state_check_scores_a_correct_episode_1_and_wrong_ones_0():
         "every_booking_moved": 0.0,
         "nothing": 0.0,
         "and_something_else": 0.0,
+        "misspelled": 0.0,
     }
     # The asked-for row alone: there exactly once for the correct episodes and the one that did more.
-    assert made == [1.0, 1.0, 0.0, made[3], 0.0, 1.0]
+    assert made == [1.0, 1.0, 0.0, made[3], 0.0, 1.0, 0.0]
 
 
 # -- a 2-step training run of each recipe with a tiny model ----------------------------------------------

@@ -75,7 +75,7 @@ def trim_padding(inputs: dict[str, Any]) -> dict[str, Any]:
     Inputs holding any other per-token tensor (images, token types) are left as they are.
     """
     prompt_mask, completion_mask = inputs["prompt_mask"], inputs["completion_mask"]
-    prompt_width, completion_width = prompt_mask.size(1), completion_mask.size(1)
+    completion_width = completion_mask.size(1)
     known = {*PROMPT_KEYS, *COMPLETION_KEYS}
     if any(torch.is_tensor(v) and v.dim() >= 2 and k not in known for k, v in inputs.items()):
         return inputs

@@ -62,37 +62,34 @@ ACTIVITIES = (
 YEARS = range(2008, 2025)
 
 
-def _text_hash(column: str) -> str:
-    # Length and four characters (first three, last), each with its own weight: any realistic edit of a
-    # name, town or class moves the sum.
-    return (
-        f"length({column}) * 7919 + unicode({column}) + unicode(substr({column}, 2)) * 31"
-        f" + unicode(substr({column}, 3)) * 977 + unicode(substr({column}, -1)) * 113"
-    )
+_TABLES = {
+    "members": ("name", "city", "joined"),
+    "classes": ("name", "instructor", "day", "fee"),
+    "bookings": ("member", "class"),
+}
 
 
-def _table_state(table: str, columns: Sequence[str], scale: int) -> str:
-    # Text columns hashed, integer columns as they are; each column weighted by its position.
-    weighted = [
-        f"{name} * {7 * (k + 1)}" if name in ("joined", "fee") else f"({_text_hash(name)}) * {k + 1}"
-        for k, name in enumerate(columns)
-    ]
-    return f"(SELECT count(*) * {scale} + total({' + '.join(weighted)}) FROM {table})"
+def _row_text(table: str, columns: Sequence[str]) -> str:
+    # The whole row as one string, NULLs spelled out (a row missing a value is not the row with '').
+    fields = " || '|' || ".join(f"coalesce({name}, '~null~')" for name in columns)
+    return f"SELECT '{table}|' || {fields} FROM {table}"
 
 
-# One number that sums every row of every table (a checksum, not a hash: it says "nothing else changed"
-# about the edits a model makes, not about adversarial ones). Integers below 2**53, so exact as floats.
+# One number for the whole database: the sum over every row of every table of a polynomial hash of all of
+# the row's characters (mod a prime), so a changed character anywhere, a row added, removed or duplicated
+# moves it, in any row order. SQLite has no hash function, so a recursive query walks the characters; the
+# server's read_query runs SELECTs only, hence the CTE inside a subquery. At most ~10**12, exact as a float.
 # The records recipe holds a copy of this query (a test keeps the two the same).
 STATE_SQL = (
-    "SELECT "
-    + "\n + ".join(
-        [
-            _table_state("members", ["name", "city", "joined"], 10**11),
-            _table_state("classes", ["name", "instructor", "day", "fee"], 10**13),
-            _table_state("bookings", ["member", "class"], 10**9),
-        ]
-    )
-    + "\nAS state"
+    "SELECT (WITH RECURSIVE\n"
+    "  rows(s) AS (\n    "
+    + "\n    UNION ALL ".join(_row_text(table, columns) for table, columns in _TABLES.items())
+    + "),\n"
+    "  chars(s, i, h) AS (\n"
+    "    SELECT s, 1, 0 FROM rows\n"
+    "    UNION ALL SELECT s, i + 1, (h * 31 + unicode(substr(s, i, 1))) % 1000000007 FROM chars"
+    " WHERE i <= length(s))\n"
+    "  SELECT total(h) FROM chars WHERE i = length(s) + 1) AS state"
 )
 
 
