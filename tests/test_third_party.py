@@ -84,8 +84,9 @@ async def test_sqlite_readme_config_lists_calls_and_reuses_its_cached_environmen
         pytest.skip(index_problem())
     db = tmp_path / "x.db"
     first_log = tmp_path / "first.log"
+    memo = {"MCP_RL_CACHE_DIR": str(tmp_path / "memo")}  # nothing learnt yet about this server
     with first_log.open("w") as errlog:
-        async with ToolPool(parse_mcp_servers({"db": sqlite_entry(db)}), errlog=errlog) as pool:
+        async with ToolPool(parse_mcp_servers({"db": sqlite_entry(db, env=memo)}), errlog=errlog) as pool:
             assert {"read_query", "write_query", "create_table", "list_tables"} <= {
                 t.name for t in pool.tools
             }
@@ -96,13 +97,13 @@ async def test_sqlite_readme_config_lists_calls_and_reuses_its_cached_environmen
             selected = await pool.call("read_query", {"query": "SELECT name, founded FROM towns"})
     assert created.ok and inserted.ok and selected.ok, (created, inserted, selected)
     assert "Draskel" in selected.text and "1701" in selected.text
-    # A fresh path, so the launcher had to find out that this server needs mcp<2.
+    # A fresh memo, so the launcher had to find out that this server needs mcp<2.
     assert "starting it again with --with 'mcp<2'" in first_log.read_text()
 
     # Second start: uv offline must still build the server from its cache (a `--no-cache` or a temporary
     # cache per start would fail here), and the launcher remembers mcp<2 instead of crashing first.
     second_log = tmp_path / "second.log"
-    offline = sqlite_entry(db, env={"UV_OFFLINE": "1"})
+    offline = sqlite_entry(db, env={"UV_OFFLINE": "1", **memo})
     with second_log.open("w") as errlog:
         async with ToolPool(parse_mcp_servers({"db": offline}), errlog=errlog) as pool:
             again = await pool.call("read_query", {"query": "SELECT founded FROM towns"})
@@ -290,3 +291,20 @@ def test_init_on_a_third_party_server_writes_a_recipe_that_validates(tmp_path):
     assert recipe.tools.mcpServers == {"sqlite": sqlite_entry(db)}, "the servers block is pasted unchanged"
     assert recipe.parser.name in ("tags", "tool_call") and recipe.prompt.few_shot
     assert (tmp_path / "shop.tasks.jsonl").exists()
+
+
+def test_the_mcp1_memo_is_kept_per_package_not_per_server_arguments():
+    """A per-episode server gets a new database path every start: it must still find what an earlier start
+    learnt (that it needs mcp<2) instead of crashing first each time."""
+    from mcp_rl.server_env import _memo_key
+
+    def key(*args: str) -> str:
+        return _memo_key(["/venv/bin/uvx", *args])
+
+    assert key("mcp-server-sqlite", "--db-path", "/a/club.db") == key("mcp-server-sqlite", "--db-path", "/b")
+    assert _memo_key(["/other/uvx", "mcp-server-sqlite"]) == key("mcp-server-sqlite", "--db-path", "/b")
+    assert key("mcp-server-sqlite") != key("mcp-server-time")
+    assert key("--from", "pkg==1", "tool", "--x") == key("--from", "pkg==1", "tool", "--y")
+    assert key("--from", "pkg==1", "tool") != key("--from", "pkg==2", "tool")
+    assert key("--with=a", "-q", "tool", "1") == key("--with=a", "-q", "tool", "2") != key("tool")
+    assert _memo_key(["uv", "tool", "run", "pkg", "a"]) == _memo_key(["uv", "tool", "run", "pkg", "b"])

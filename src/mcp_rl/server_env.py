@@ -8,7 +8,8 @@
 * Python servers written for mcp 1.x often require an unbounded ``mcp>=1.x``, so uv resolves mcp 2 and
   they crash on import. ``uvx`` runs through a small launcher (``python -m mcp_rl.server_env``) that, when
   the server dies of an import or attribute error before answering and its environment holds mcp 2,
-  starts it once more with ``--with 'mcp<2'`` and remembers that for the next start.
+  starts it once more with ``--with 'mcp<2'`` and remembers that, per package, for the next start
+  (``MCP_RL_CACHE_DIR`` or ``~/.cache/mcp-rl``).
 """
 
 from __future__ import annotations
@@ -202,12 +203,27 @@ _MCP1 = "mcp<2"
 
 
 def _memo_path() -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "mcp-rl" / "servers-needing-mcp1.json"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcp-rl"
+    return Path(os.environ.get("MCP_RL_CACHE_DIR") or cache) / "servers-needing-mcp1.json"
+
+
+# uv options that take a value as the next argument (``--opt=value`` needs no entry).
+_UV_VALUE_OPTIONS = {
+    "--from", "--with", "--with-editable", "--with-requirements", "--python", "-p", "--index",
+    "--default-index", "--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--constraints",
+    "-c", "--overrides", "--build-constraints", "-b", "--cache-dir", "--directory", "--project",
+    "--config-file", "--env-file", "--index-strategy", "--resolution", "--prerelease", "--refresh-package",
+    "--reinstall-package", "--upgrade-package", "-P", "--exclude-newer", "--keyring-provider",
+}  # fmt: skip
 
 
 def _memo_key(argv: list[str]) -> str:
-    return json.dumps(argv[1:])  # the arguments without uvx's own path, which differs between venvs
+    """What uv resolves: its options and the package, without uvx's own path (it differs between venvs)
+    and without the server's arguments (a per-episode server gets another database path every start)."""
+    at = 3 if argv[1:3] == ["tool", "run"] else 1
+    while at < len(argv) and argv[at].startswith("-"):
+        at += 2 if argv[at] in _UV_VALUE_OPTIONS else 1
+    return json.dumps(argv[1 : at + 1])
 
 
 def _needs_mcp1(argv: list[str]) -> bool:
