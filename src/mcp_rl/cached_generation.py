@@ -31,6 +31,7 @@ first turn that plain ``generate`` does in 24 s, and it has no stop strings.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,13 @@ def common_length(a: Sequence[int], b: Sequence[int]) -> int:
         else:
             high = middle - 1
     return low
+
+
+def cache_argument(model: Any) -> str:
+    """The name a model's forward takes its key/value cache by (and returns it under): ``cache`` from
+    transformers 5.20, ``past_key_values`` before (still accepted later, with a deprecation warning)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT wraps forward
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def weights_version(model: Any) -> int:
@@ -139,7 +147,8 @@ class CachedTransformersGenerator(TransformersGenerator):
         ids = prompts[0][:shared]
         with self.evaluating(), torch.no_grad():
             output = self.model(input_ids=torch.tensor([ids], device=self.device), use_cache=True)
-        self.prefix = HeldState(ids, [(layer.keys, layer.values) for layer in output.cache.layers])
+        cache = output[cache_argument(self.model)]
+        self.prefix = HeldState(ids, [(layer.keys, layer.values) for layer in cache.layers])
         return True
 
     # -- one batch ------------------------------------------------------------------------------------
@@ -163,12 +172,13 @@ class CachedTransformersGenerator(TransformersGenerator):
         mask = mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)  # each token where it would be without the gaps
         cache = self.assemble(sources, boundary) if boundary else DynamicCache()
+        argument = cache_argument(self.model)
         with self.evaluating():
             logits = self.model(
                 input_ids=new_ids.to(self.device),
                 attention_mask=mask,
                 position_ids=positions[:, boundary:],
-                cache=cache,
+                **{argument: cache},
                 use_cache=True,
                 logits_to_keep=1,
             ).logits[:, -1]
@@ -181,7 +191,7 @@ class CachedTransformersGenerator(TransformersGenerator):
                     input_ids=decoding.tokens(tokens),
                     attention_mask=decoding.mask,
                     position_ids=decoding.positions[:, None],
-                    cache=cache,
+                    **{argument: cache},
                     use_cache=True,
                 ).logits[:, -1]
         generations = []
