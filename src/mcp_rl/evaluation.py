@@ -20,7 +20,7 @@ from mcp_rl.errors import DataError
 from mcp_rl.models import load_model, load_tokenizer, pick_dtype, resolve_model_path
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.prompts import PromptBuilder
-from mcp_rl.rewards import build_reward_functions, exact_match_score, f1_score, score_batch
+from mcp_rl.rewards import build_reward_functions, exact_match_score, f1_score, score_batch, weighted_total
 from mcp_rl.trajectory import Trajectory
 
 
@@ -79,10 +79,9 @@ class RecipeScorer:
 
     def total(self, scores: dict[str, float | None]) -> float | None:
         """The weighted sum TRL trains on (unscored rewards left out); None when nothing scored."""
-        parts = [
-            w * scores[n] for n, w in zip(self.names, self.weights, strict=True) if scores[n] is not None
-        ]
-        return sum(parts) if parts else None
+        return weighted_total(
+            {name: scores[name] for name in self.names}, dict(zip(self.names, self.weights, strict=True))
+        )
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from mcp_rl.engine import hop_metrics, rollout_metrics
 from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.rewards import exact_match_score, is_async_reward, sample_rows
+from mcp_rl.rewards import exact_match_score, is_async_reward, sample_rows, weighted_total
 from mcp_rl.trajectory import Trajectory
 
 
@@ -136,7 +136,7 @@ class EpisodeRecorder:
                 record = {
                     "step": step,
                     "rewards": rewards,
-                    "reward": self.total(rewards),
+                    "reward": weighted_total(rewards, self.weights),
                     "question": row.get("question"),
                     "golden_answers": row.get("golden_answers"),
                     "row": dict(row),
@@ -144,11 +144,6 @@ class EpisodeRecorder:
                 }
                 record.pop("prompt_messages")  # the same for a whole group, and long
                 out.write(json.dumps(record, default=str) + "\n")
-
-    def total(self, rewards: Mapping[str, float | None]) -> float | None:
-        """The weighted sum of the scores present (TRL's ``nansum``); None when no function scored."""
-        present = [(name, score) for name, score in rewards.items() if score is not None]
-        return sum(self.weights.get(name, 1.0) * score for name, score in present) if present else None
 
     def log_metrics(
         self,

@@ -26,6 +26,7 @@ from mcp_rl.rewards.registry import (
     is_async_reward,
     reward_arguments,
     score_batch,
+    weighted_total,
 )
 from mcp_rl.rewards.rules import answer_retrieved, exact_match, f1, format_reward, format_score, tool_use
 from mcp_rl.rewards.samples import completion_text, sample_question, sample_rows, sample_trajectories
@@ -73,4 +74,5 @@ __all__ = [
     "score_batch",
     "tool_says_true",
     "tool_use",
+    "weighted_total",
 ]

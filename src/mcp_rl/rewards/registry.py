@@ -385,6 +385,13 @@ def reward_arguments(trajectories: Sequence[Any], rows: Sequence[Mapping[str, An
     }
 
 
+def weighted_total(scores: Mapping[str, float | None], weights: Mapping[str, float]) -> float | None:
+    """The weighted sum TRL trains on (its ``nansum``: unscored rewards left out, weight 1 when unset); None
+    when no function scored."""
+    parts = [weights.get(name, 1.0) * score for name, score in scores.items() if score is not None]
+    return sum(parts) if parts else None
+
+
 def score_batch(
     functions: Sequence[RewardFunction], trajectories: Sequence[Any], rows: Sequence[Mapping[str, Any]]
 ) -> BatchScores:
@@ -425,4 +432,5 @@ __all__ = [
     "reward_arguments",
     "score_batch",
     "unknown_options",
+    "weighted_total",
 ]
