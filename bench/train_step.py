@@ -1,12 +1,13 @@
-"""Seconds per GRPO step of the default recipe, with plain transformers generation and with the default
-generator that reuses attention state, in one training run.
+"""Seconds per GRPO step of the default recipe as it was (plain transformers generation, TRL's training
+forward) and as it is (the generator that reuses attention state, the lean training forward of
+``mcp_rl.scoring``), in one training run.
 
     python bench/train_step.py [--quick]
 
 The ``search`` recipe as ``mcp-rl train`` builds it (SmolLM2-135M-Instruct, the top 12 layers trained, the
 real BM25 search server over stdio, the recipe's rewards), through ``MCPGRPOTrainer``. The first step is a
 warm-up and is not counted; then come pairs of steps, one with each generator (the same trainer, model and
-servers; the order swapped from pair to pair), and both steps of a pair roll out the same questions, so
+servers; the order swapped from pair to pair; "old" also switches ``LeanScoring`` off), and both steps of a pair roll out the same questions, so
 both sides see the same load, the same questions and the same policy drift. Per step: wall seconds, process
 CPU seconds (less sensitive to other processes on a shared machine), and the seconds the rollout spent
 generating, calling tools and in total; the rest of a step is TRL's scoring, forward and backward.
@@ -46,9 +47,11 @@ TARGET_STEP_SPEEDUP = 2.0
 
 
 class AlternatingGenerators(TrainerCallback):
-    """Before each step, hands the pipeline the generator whose turn it is; after it, records the step."""
+    """Before each step, hands the pipeline the generator whose turn it is (and, for "old", switches the
+    lean training forward off); after it, records the step."""
 
     def __init__(self, pipeline: RolloutPipeline, generators: dict[str, Generator], schedule: list[str]):
+        self.trainer: Any = None
         self.pipeline = pipeline
         self.generators = generators
         self.schedule = schedule  # the generator of each step; the first step is the warm-up
@@ -59,6 +62,8 @@ class AlternatingGenerators(TrainerCallback):
     def on_step_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         self.current = self.schedule[state.global_step]
         self.pipeline.use_generator(self.generators[self.current])
+        if self.trainer is not None and self.trainer.lean_scoring is not None:
+            self.trainer.lean_scoring.enabled = self.current != "old"
         self.started, self.started_cpu = time.perf_counter(), time.process_time()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
@@ -155,6 +160,7 @@ def main() -> None:
                 callbacks=[clock],
                 close_pipeline=False,
             )
+            clock.trainer = trainer
             trainer.remove_callback(ProgressCallback)
             trainer.remove_callback(PrinterCallback)
             trainer.train()
@@ -170,6 +176,9 @@ def main() -> None:
         "old_generate_share": round(median(old, "generate_s") / median(old, "step_s"), 3),
         "new_generate_share": round(median(new, "generate_s") / median(new, "step_s"), 3),
         "cpu_step_speedup": round(median(old, "cpu_s") / median(new, "cpu_s"), 2),
+        # What is left of a step once the rollout is done: TRL's rewards, forward and backward.
+        "old_train_s": round(statistics.median(s["step_s"] - s["rollout_s"] for s in old), 2),
+        "new_train_s": round(statistics.median(s["step_s"] - s["rollout_s"] for s in new), 2),
     }
     for name, steps in clock.steps.items():
         result.update(
@@ -178,7 +187,6 @@ def main() -> None:
                 for key in ("step_s", "cpu_s", "generate_s", "tools_s", "rollout_s")
             }
         )
-        # What is left of a step once the rollout is done: TRL's rewards, forward and backward.
         result[f"{name}_each_train_s"] = [round(step["step_s"] - step["rollout_s"], 2) for step in steps]
     result.update(
         {

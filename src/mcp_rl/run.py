@@ -113,6 +113,7 @@ def recipe_trainer(
         processing_class=pipeline.tokenizer,
         pipeline=pipeline,
         peft_config=peft_config(recipe),
+        lean_scoring=recipe.model.lean_scoring,
         **kwargs,
     )
 

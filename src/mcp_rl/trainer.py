@@ -10,7 +10,9 @@ observation tokens come back as ``env_mask`` 0, so TRL's loss ignores them. The 
 - reward functions are wrapped by an ``EpisodeRecorder``, which writes traces and logs rollout and tool
   metrics through TRL's ``log_metric`` once every function has scored the batch;
 - a ``TrainerCallback`` marks each checkpoint folder complete once transformers has written all of it;
-- ``compute_loss`` (a public ``Trainer`` method) hands TRL each micro-batch without its all-padding columns.
+- ``compute_loss`` (a public ``Trainer`` method) hands TRL each micro-batch without its all-padding columns,
+  and tells ``LeanScoring`` (installed over TRL's fused LM-head forward, the way TRL installs its own) which
+  tokens the loss reads.
 
 No private method is overridden.
 """
@@ -32,6 +34,7 @@ from trl.trainer.utils import get_callable_name
 from mcp_rl.generation import Generation, SamplingParams, cut_at_stop
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.recorder import EpisodeRecorder
+from mcp_rl.scoring import LeanScoring
 
 COMPLETE_MARKER = "checkpoint-complete"
 
@@ -162,6 +165,9 @@ class MCPGRPOTrainer(GRPOTrainer):
         pipeline: a built ``RolloutPipeline`` (tools, parser, prompts, generator). The trainer owns it and
             closes it when training ends (``close_pipeline=False`` keeps it open).
         trace_path: where one JSON line per episode goes (its turns, calls, rewards and dataset row).
+        lean_scoring: the training forward reads the prompt prefix all rows share once and projects only the
+            tokens the loss reads onto the vocabulary (``mcp_rl.scoring``); False keeps TRL's forward. Off
+            under FSDP and DeepSpeed, which own the forward pass.
         model, reward_funcs, args, train_dataset, processing_class, **kwargs: as for ``GRPOTrainer``.
 
     ``train_dataset`` rows need the columns ``prompt.user_template`` refers to (e.g. ``question``); a
@@ -180,6 +186,7 @@ class MCPGRPOTrainer(GRPOTrainer):
         pipeline: RolloutPipeline,
         trace_path: str | Path | None = None,
         close_pipeline: bool = True,
+        lean_scoring: bool = True,
         **kwargs: Any,
     ) -> None:
         self.pipeline = pipeline
@@ -208,6 +215,10 @@ class MCPGRPOTrainer(GRPOTrainer):
                 **kwargs,
             )
         self.add_callback(CheckpointMarker())
+        self.lean_scoring: LeanScoring | None = None
+        if lean_scoring and not (self.is_fsdp_enabled or self.is_deepspeed_enabled):
+            policy = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+            self.lean_scoring = LeanScoring(policy, self.temperature, args.cast_lm_head_to_fp32)
         self.recorder.weights = dict(zip(self.reward_func_names, self.reward_weights.tolist(), strict=True))
         if self.accelerator.num_processes > 1:
             self.recorder.distribute(
@@ -251,8 +262,14 @@ class MCPGRPOTrainer(GRPOTrainer):
     def compute_loss(
         self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
     ) -> Any:
-        """TRL's loss on the micro-batch without the columns that are padding in all of its rows."""
-        return super().compute_loss(model, trim_padding(inputs), return_outputs, num_items_in_batch)
+        """TRL's loss on the micro-batch without the columns that are padding in all of its rows, scoring only
+        the tokens the loss reads (model-written completion tokens)."""
+        inputs = trim_padding(inputs)
+        if self.lean_scoring is None:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        loss_mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+        with self.lean_scoring.reading(loss_mask):
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
     # -- lifetime -------------------------------------------------------------------------------------
     def train(self, *args: Any, **kwargs: Any) -> Any:

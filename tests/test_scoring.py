@@ -1,0 +1,175 @@
+"""The lean training forward (``mcp_rl.scoring``) against TRL's fused LM-head forward on a real tiny Llama:
+the same log-probabilities, entropies and gradients where the loss reads, with left padding, a shared
+prompt prefix, rows without one, and through ``MCPGRPOTrainer.compute_loss``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from tiny import searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
+from tiny_models import tiny_model_and_tokenizer
+from trl.trainer.utils import add_fused_lm_head
+
+from mcp_rl.pool import BlockingToolPool
+from mcp_rl.scoring import MIN_SHARED_PREFIX, LeanScoring, shared_prefix_length
+from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.trainer import MCPGRPOTrainer
+
+TEMPERATURE = 0.7
+
+
+def batch(
+    prefix: int, prompts: list[int], completions: list[int], seed: int = 0, vocab: int = 200
+) -> dict[str, torch.Tensor]:
+    """Rows of [left padding][a prefix shared by all rows][own prompt tokens] + [completion][right padding],
+    with an observation span (tool_mask 0) inside each completion."""
+    generator = torch.Generator().manual_seed(seed)
+    shared = torch.randint(3, vocab, (prefix,), generator=generator)
+    prompt_rows = [torch.cat([shared, torch.randint(3, vocab, (n,), generator=generator)]) for n in prompts]
+    prompt_width, completion_width = max(map(len, prompt_rows)), max(completions)
+    rows = len(prompts)
+    prompt_ids = torch.zeros(rows, prompt_width, dtype=torch.long)
+    prompt_mask = torch.zeros_like(prompt_ids)
+    completion_ids = torch.zeros(rows, completion_width, dtype=torch.long)
+    completion_mask = torch.zeros_like(completion_ids)
+    tool_mask = torch.ones_like(completion_ids)
+    for row, (tokens, length) in enumerate(zip(prompt_rows, completions, strict=True)):
+        prompt_ids[row, prompt_width - len(tokens) :] = tokens
+        prompt_mask[row, prompt_width - len(tokens) :] = 1
+        completion_ids[row, :length] = torch.randint(3, vocab, (length,), generator=generator)
+        completion_mask[row, :length] = 1
+        tool_mask[row, 2 : min(length - 1, 6)] = 0
+    return {
+        "prompt_ids": prompt_ids,
+        "prompt_mask": prompt_mask,
+        "completion_ids": completion_ids,
+        "completion_mask": completion_mask,
+        "tool_mask": tool_mask,
+    }
+
+
+def fused_call(model: Any, inputs: dict[str, torch.Tensor], lean: LeanScoring | None) -> tuple[Any, Any]:
+    """What TRL's ``_get_per_token_logps_and_entropies`` does, with the loss mask set as our trainer sets it."""
+    input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
+    attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
+    keep = inputs["completion_ids"].size(1)
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    labels[:, :-keep] = -100
+    loss_mask = inputs["completion_mask"] * inputs["tool_mask"]
+    model.zero_grad()
+    if lean is None:
+        outputs = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+    else:
+        with lean.reading(loss_mask):
+            outputs = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+    log_probs, entropy = outputs.log_probs[:, -keep:], outputs.entropy[:, -keep:]
+    if lean is not None and lean.enabled:  # tokens the loss does not read are not scored
+        assert log_probs[loss_mask == 0].abs().sum() == 0 and entropy[loss_mask == 0].abs().sum() == 0
+    else:
+        assert (log_probs[(loss_mask == 0) & (inputs["completion_mask"] == 1)] != 0).all()
+    (-(log_probs * loss_mask).sum() - 0.1 * (entropy * loss_mask).sum()).backward()
+    gradient = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+    return (log_probs * loss_mask).detach(), (entropy * loss_mask).detach(), gradient
+
+
+@pytest.fixture
+def patched_model() -> tuple[Any, LeanScoring]:
+    model, _ = tiny_model_and_tokenizer(seed=3)
+    for parameter in model.model.embed_tokens.parameters():
+        parameter.requires_grad_(False)  # as train_top_layers leaves it: the lean path must not need it
+    add_fused_lm_head(model, temperature=TEMPERATURE, outputs=("log_probs", "entropy"))
+    return model, LeanScoring(model, TEMPERATURE)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "prompts", "completions"),
+    [
+        (MIN_SHARED_PREFIX + 24, [3, 7, 1, 5], [12, 9, 14, 6]),  # shared prefix, left and right padding
+        (MIN_SHARED_PREFIX + 24, [4], [10]),  # one row: nothing to share
+        (0, [9, 20, 14], [8, 8, 11]),  # rows differ from their first token
+        (MIN_SHARED_PREFIX - 1, [2, 6], [7, 9]),  # a prefix too short to be worth a second call
+    ],
+)
+def test_lean_scoring_matches_trls_fused_forward(
+    patched_model: tuple[Any, LeanScoring], prefix: int, prompts: list[int], completions: list[int]
+) -> None:
+    """Equal where the loss reads; the prefix read once when there is one worth sharing."""
+    model, lean = patched_model
+    inputs = batch(prefix, prompts, completions)
+    lean.enabled = False
+    trl_logps, trl_entropy, trl_gradient = fused_call(model, inputs, lean)
+    lean.enabled = True
+    logps, entropy, gradient = fused_call(model, inputs, lean)
+    assert trl_logps.abs().sum() > 0 and trl_gradient.norm() > 0
+    torch.testing.assert_close(logps, trl_logps, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(entropy, trl_entropy, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(gradient, trl_gradient, rtol=1e-3, atol=1e-6)
+    shares = len(prompts) > 1 and prefix >= MIN_SHARED_PREFIX
+    assert lean.last_shared_prefix == (prefix if shares else 0)
+
+
+def test_shared_prefix_stops_before_the_first_scored_position() -> None:
+    inputs = batch(30, [3, 7], [5, 4])
+    input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
+    attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    labels[:, : inputs["prompt_ids"].size(1)] = -100
+    assert shared_prefix_length(input_ids, attention_mask, labels) == 30
+    # Rows that differ inside the prefix share only what comes before the difference.
+    changed = input_ids.clone()
+    changed[1, (attention_mask[1] == 1).nonzero()[0, 0] + 11] += 1
+    assert shared_prefix_length(changed, attention_mask, labels) == 11
+    # A row whose prompt is all shared tokens: the prefix ends one token before its first scored label.
+    short = batch(30, [0, 5], [5, 4])
+    ids = torch.cat([short["prompt_ids"], short["completion_ids"]], 1)
+    mask = torch.cat([short["prompt_mask"], short["completion_mask"]], 1)
+    short_labels = ids.masked_fill(mask == 0, -100)
+    short_labels[:, : short["prompt_ids"].size(1)] = -100
+    assert shared_prefix_length(ids, mask, short_labels) == 29
+
+
+def test_other_calls_reach_the_models_own_forward(patched_model: tuple[Any, LeanScoring]) -> None:
+    model, _ = patched_model
+    ids = torch.randint(3, 200, (2, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits  # generation's call: plain logits, untouched
+        greedy = model.generate(ids, max_new_tokens=4, do_sample=False)
+    assert logits.shape == (2, 9, model.config.vocab_size)
+    assert greedy.shape == (2, 13)
+
+
+def test_an_all_masked_micro_batch_gives_a_zero_loss_backward_accepts(
+    patched_model: tuple[Any, LeanScoring],
+) -> None:
+    model, lean = patched_model
+    inputs = batch(MIN_SHARED_PREFIX + 4, [2, 3], [5, 6])
+    inputs["tool_mask"] = torch.zeros_like(inputs["tool_mask"])
+    logps, entropy, _ = fused_call(model, inputs, lean)
+    assert logps.abs().sum() == 0 and entropy.abs().sum() == 0
+
+
+def test_trainer_loss_is_trls_loss_with_and_without_lean_scoring(
+    searching_tiny_model: Any, search_entry: dict[str, Any], tmp_path: Any
+) -> None:
+    model, tokenizer = searching_tiny_model
+    pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
+    trainer = MCPGRPOTrainer(
+        args=tiny_grpo_config(tmp_path / "out"),
+        train_dataset=tiny_dataset(2),
+        **searching_trainer_kwargs(model, tokenizer, pool),
+    )
+    try:
+        assert trainer.lean_scoring is not None
+        inputs = batch(MIN_SHARED_PREFIX + 20, [4, 9, 2, 6], [11, 7, 13, 5], seed=5, vocab=model.config.vocab_size)
+        inputs["advantages"] = torch.tensor([1.0, -0.5, 0.25, -0.75])
+        inputs["num_items_in_batch"] = (inputs["completion_mask"] * inputs["tool_mask"]).sum()
+        lean = trainer.compute_loss(model, inputs)
+        trainer.lean_scoring.enabled = False
+        plain = trainer.compute_loss(model, inputs)
+        trainer.lean_scoring.enabled = True
+        assert torch.isfinite(lean) and plain.item() != 0.0
+        assert lean.item() == pytest.approx(plain.item(), rel=1e-4, abs=1e-6)
+    finally:
+        pool.close()
