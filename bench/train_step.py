@@ -7,10 +7,11 @@ forward) and as it is (the generator that reuses attention state, the lean train
 The ``search`` recipe as ``mcp-rl train`` builds it (SmolLM2-135M-Instruct, the top 12 layers trained, the
 real BM25 search server over stdio, the recipe's rewards), through ``MCPGRPOTrainer``. The first step is a
 warm-up and is not counted; then come pairs of steps, one with each generator (the same trainer, model and
-servers; the order swapped from pair to pair; "old" also switches ``LeanScoring`` off), and both steps of a pair roll out the same questions, so
-both sides see the same load, the same questions and the same policy drift. Per step: wall seconds, process
-CPU seconds (less sensitive to other processes on a shared machine), and the seconds the rollout spent
-generating, calling tools and in total; the rest of a step is TRL's scoring, forward and backward.
+servers; the order swapped from pair to pair; "old" also switches ``LeanScoring`` off), and both steps of
+a pair roll out the same questions, so both sides see the same load, the same questions and the same policy
+drift. Per step: wall seconds, process CPU seconds (less sensitive to other processes on a shared machine),
+and the seconds the rollout spent generating, calling tools and in total; the rest of a step is TRL's
+scoring, forward and backward.
 
 ``--quick`` (under two minutes on two quiet cores): one question × 4 samples a step (4 completions, one
 micro-batch) and 2 counted steps per side; the full run keeps the recipe's 4 questions × 4 samples

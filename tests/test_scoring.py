@@ -51,7 +51,7 @@ def batch(
 
 
 def fused_call(model: Any, inputs: dict[str, torch.Tensor], lean: LeanScoring | None) -> tuple[Any, Any]:
-    """What TRL's ``_get_per_token_logps_and_entropies`` does, with the loss mask set as our trainer sets it."""
+    """What TRL's ``_get_per_token_logps_and_entropies`` does, the loss mask set as our trainer sets it."""
     input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
     attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
     keep = inputs["completion_ids"].size(1)
@@ -63,7 +63,9 @@ def fused_call(model: Any, inputs: dict[str, torch.Tensor], lean: LeanScoring | 
         outputs = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
     else:
         with lean.reading(loss_mask):
-            outputs = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+            outputs = model(
+                input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True
+            )
     log_probs, entropy = outputs.log_probs[:, -keep:], outputs.entropy[:, -keep:]
     if lean is not None and lean.enabled:  # tokens the loss does not read are not scored
         assert log_probs[loss_mask == 0].abs().sum() == 0 and entropy[loss_mask == 0].abs().sum() == 0
@@ -162,7 +164,9 @@ def test_trainer_loss_is_trls_loss_with_and_without_lean_scoring(
     )
     try:
         assert trainer.lean_scoring is not None
-        inputs = batch(MIN_SHARED_PREFIX + 20, [4, 9, 2, 6], [11, 7, 13, 5], seed=5, vocab=model.config.vocab_size)
+        inputs = batch(
+            MIN_SHARED_PREFIX + 20, [4, 9, 2, 6], [11, 7, 13, 5], seed=5, vocab=model.config.vocab_size
+        )
         inputs["advantages"] = torch.tensor([1.0, -0.5, 0.25, -0.75])
         inputs["num_items_in_batch"] = (inputs["completion_mask"] * inputs["tool_mask"]).sum()
         lean = trainer.compute_loss(model, inputs)

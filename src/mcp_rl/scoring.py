@@ -98,6 +98,7 @@ class LeanScoring:
             getattr(config, name, None) is not None
             for name in ("final_logit_softcapping", "logit_scale", "output_multiplier", "lm_head_multiplier")
         ) and not getattr(config, "output_router_logits", False)
+
         # Bound to the model, as TRL binds its own: accelerate's mixed-precision wrapper rebinds
         # ``model.forward.__func__`` to the model.
         def lean_forward(_model: Any, *args: Any, **kwargs: Any) -> Any:
@@ -123,7 +124,11 @@ class LeanScoring:
             attention_mask = torch.ones_like(input_ids)
         scored = labels[:, 1:] != -100
         loss_mask = self.loss_mask
-        if loss_mask is not None and loss_mask.size(0) == scored.size(0) and loss_mask.size(1) <= scored.size(1):
+        if (
+            loss_mask is not None
+            and loss_mask.size(0) == scored.size(0)
+            and loss_mask.size(1) <= scored.size(1)
+        ):
             width = loss_mask.size(1)
             scored = scored.clone()
             scored[:, -width:] &= loss_mask.bool().to(scored.device)
@@ -133,7 +138,9 @@ class LeanScoring:
         loss = -log_probs.sum() / scored.sum().clamp(min=1)
         return ScoredTokens(log_probs=log_probs, entropy=entropy, loss=loss)
 
-    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: Any) -> torch.Tensor:
+    def hidden_states(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: Any
+    ) -> torch.Tensor:
         """The backbone's last hidden states for positions 0..L-2 (those that predict a next token); the
         shared prefix's rows of it are never scored and come back as zeros."""
         backbone = self.model.base_model
@@ -141,9 +148,9 @@ class LeanScoring:
         shared = shared_prefix_length(input_ids, attention_mask, labels)
         if rows < 2 or shared < MIN_SHARED_PREFIX or checkpointing(self.model):
             self.last_shared_prefix = 0
-            return backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state[
-                :, :-1
-            ]
+            return backbone(
+                input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+            ).last_hidden_state[:, :-1]
         # Each row becomes [shared prefix][its left padding][the rest]: rest column j holds original column
         # j + shared. Positions count attended tokens (rotary attention sees only their differences).
         starts = attention_mask.argmax(1)
@@ -162,7 +169,11 @@ class LeanScoring:
         for index, layer in enumerate(held.layers):
             cache.update(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1), index)
         rest = backbone(
-            input_ids=rest_ids, attention_mask=full_mask, position_ids=positions, use_cache=True, **{keyword: cache}
+            input_ids=rest_ids,
+            attention_mask=full_mask,
+            position_ids=positions,
+            use_cache=True,
+            **{keyword: cache},
         ).last_hidden_state
         # Original column c >= start + shared is rest column c - shared; the columns before are never scored.
         return torch.cat([rest.new_zeros(rows, shared, rest.size(-1)), rest[:, :-1]], dim=1)
@@ -174,13 +185,19 @@ class LeanScoring:
         head = self.model.get_output_embeddings()
         picked, tokens = hidden[scored], next_tokens[scored]
         parts = [
-            checkpoint(self.score_chunk, head.weight, head.bias, picked[s : s + CHUNK_POSITIONS],
-                       tokens[s : s + CHUNK_POSITIONS], use_reentrant=False)
+            checkpoint(
+                self.score_chunk,
+                head.weight,
+                head.bias,
+                picked[s : s + CHUNK_POSITIONS],
+                tokens[s : s + CHUNK_POSITIONS],
+                use_reentrant=False,
+            )
             for s in range(0, len(picked), CHUNK_POSITIONS)
         ] or [self.score_chunk(head.weight, head.bias, picked, tokens)]
         log_probs = torch.cat([part[0] for part in parts])
         entropy = torch.cat([part[1] for part in parts])
-        # masked_scatter keeps an all-masked micro-batch connected to the graph (a zero loss that backward accepts)
+        # masked_scatter keeps an all-masked micro-batch connected to the graph (a zero loss backward accepts)
         return (
             log_probs.new_zeros(scored.shape).masked_scatter(scored, log_probs),
             entropy.new_zeros(scored.shape).masked_scatter(scored, entropy),
@@ -191,7 +208,9 @@ class LeanScoring:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         if self.cast_lm_head_to_fp32:
             with torch.autocast(hidden.device.type, enabled=False):
-                logits = torch.nn.functional.linear(hidden.float(), weight.float(), None if bias is None else bias.float())
+                logits = torch.nn.functional.linear(
+                    hidden.float(), weight.float(), None if bias is None else bias.float()
+                )
         else:
             logits = torch.nn.functional.linear(hidden, weight.to(hidden.dtype), bias)
         log_softmax = (logits.float() / self.temperature).log_softmax(-1)
