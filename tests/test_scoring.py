@@ -177,3 +177,23 @@ def test_trainer_loss_is_trls_loss_with_and_without_lean_scoring(
         assert lean.item() == pytest.approx(plain.item(), rel=1e-4, abs=1e-6)
     finally:
         pool.close()
+
+
+def test_lean_scoring_under_lora_adapters() -> None:
+    """TRL patches the PEFT model's base model; so does the trainer: gradients reach the adapters alike."""
+    from peft import LoraConfig, get_peft_model
+
+    base, _ = tiny_model_and_tokenizer(seed=4)
+    adapters = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    model = get_peft_model(base, adapters)
+    add_fused_lm_head(model.get_base_model(), temperature=TEMPERATURE, outputs=("log_probs", "entropy"))
+    lean = LeanScoring(model.get_base_model(), TEMPERATURE)
+    inputs = batch(MIN_SHARED_PREFIX + 8, [3, 6, 2], [9, 7, 10], seed=2)
+    lean.enabled = False
+    trl_logps, _, trl_gradient = fused_call(model, inputs, lean)
+    lean.enabled = True
+    logps, _, gradient = fused_call(model, inputs, lean)
+    assert lean.last_shared_prefix == MIN_SHARED_PREFIX + 8
+    assert len(gradient) == len(trl_gradient) == sum(p.numel() for p in model.parameters() if p.requires_grad)
+    torch.testing.assert_close(logps, trl_logps, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(gradient, trl_gradient, rtol=1e-3, atol=1e-6)
