@@ -9,7 +9,7 @@ import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from mcp_rl.cached_generation import CachedTransformersGenerator
-from mcp_rl.cpu_decoding import DECODE_ATTENTION, cpu_decode_attention, decode_attention
+from mcp_rl.cpu_decoding import DECODE_ATTENTION, BufferedLayer, cpu_decode_attention, decode_attention
 from mcp_rl.generation import SamplingParams
 
 
@@ -69,3 +69,30 @@ def test_sampler_draws_from_the_warped_distribution() -> None:
     frequencies = torch.bincount(drawn, minlength=6).float() / len(drawn)
     assert frequencies[3] == 0 and frequencies[4] == 0
     torch.testing.assert_close(frequencies, expected, atol=0.015, rtol=0)
+
+
+def test_buffered_layer_writes_in_place_and_hands_decoding_the_whole_buffer() -> None:
+    keys = torch.randn(2, 3, 5, 4)
+    layer = BufferedLayer.within(torch.cat([keys, torch.zeros(2, 3, 3, 4)], 2), torch.zeros(2, 3, 8, 4), 5)
+    assert layer.get_seq_length() == 5
+    step = torch.randn(2, 3, 1, 4)
+    whole_keys, _ = layer.update(step, step)
+    assert whole_keys.shape[-2] == 8 and layer.get_seq_length() == 6  # the buffer, not just what is written
+    torch.testing.assert_close(layer.keys, torch.cat([keys, step], 2))
+    layer.batch_select_indices(torch.tensor([1, 1, 0]))
+    assert layer.key_buffer.shape == (3, 3, 8, 4)
+    torch.testing.assert_close(layer.keys[2], torch.cat([keys, step], 2)[0])
+    more = torch.randn(3, 3, 4, 4)  # past the room: the buffer grows and keeps what it held
+    written, _ = layer.update(more, more)
+    assert written.shape[-2] == 10 and layer.key_buffer.shape[-2] > 10
+    torch.testing.assert_close(written[:, :, 6:], more)
+
+
+def test_decode_attention_masks_a_buffers_unwritten_columns() -> None:
+    query, key, value, mask = attention_inputs(torch.float32)
+    module = SimpleNamespace(num_key_value_groups=3, is_causal=True)
+    padded = [torch.cat([t, torch.randn(5, 3, 6, 16)], 2) for t in (key, value)]  # 6 columns not written
+    with torch.no_grad():
+        whole, _ = cpu_decode_attention(module, query, *padded, mask)
+        exact, _ = sdpa_attention_forward(module, query, key, value, mask)
+    torch.testing.assert_close(whole, exact, rtol=1e-5, atol=1e-6)

@@ -181,7 +181,8 @@ def test_trainer_loss_is_trls_loss_with_and_without_lean_scoring(
 
 def test_lean_scoring_under_lora_adapters() -> None:
     """TRL patches the PEFT model's base model; so does the trainer: gradients reach the adapters alike."""
-    from peft import LoraConfig, get_peft_model
+    peft = pytest.importorskip("peft")
+    LoraConfig, get_peft_model = peft.LoraConfig, peft.get_peft_model
 
     base, _ = tiny_model_and_tokenizer(seed=4)
     adapters = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)

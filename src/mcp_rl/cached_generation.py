@@ -49,7 +49,7 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from mcp_rl.cpu_decoding import decode_attention
+from mcp_rl.cpu_decoding import BufferedLayer, buffered_cache, decode_attention
 from mcp_rl.generation import Generation, SamplingParams, TransformersGenerator, cut_at_stop
 
 KeyValues = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values of shape [1, heads, n, dim]
@@ -181,7 +181,12 @@ class CachedTransformersGenerator(TransformersGenerator):
             mask[row, boundary + width - new :] = 1
         mask = mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)  # each token where it would be without the gaps
-        cache = self.assemble([sources[row] for row in firsts], boundary) if boundary else DynamicCache()
+        # Buffers with room for what this call adds; attention reads them whole, so only the decode attention.
+        room = width + sampling.max_new_tokens + 1 if self.model.config._attn_implementation == "sdpa" else 0
+        if boundary:
+            cache = self.assemble([sources[row] for row in firsts], boundary, room)
+        else:
+            cache = buffered_cache(room=room) if room else DynamicCache()
         argument = cache_argument(self.model)
         with self.evaluating(), decode_attention(self.model):
             logits = self.model(
@@ -249,20 +254,24 @@ class CachedTransformersGenerator(TransformersGenerator):
         draw = torch.rand(cumulative.shape[0], 1, device=cumulative.device) * cumulative[:, -1:]
         return torch.searchsorted(cumulative, draw, right=True).clamp(max=scores.shape[-1] - 1).squeeze(1)
 
-    def assemble(self, sources: list[tuple[HeldState | None, int]], boundary: int) -> DynamicCache:
-        """One batch cache: each row's held keys/values right-aligned at ``boundary``, zeros before."""
+    def assemble(self, sources: list[tuple[HeldState | None, int]], boundary: int, room: int) -> DynamicCache:
+        """One batch cache: each row's held keys/values right-aligned at ``boundary``, zeros before, and
+        ``room`` columns to write after."""
         reference = next(state for state, _ in sources if state is not None).layers
         layers = []
         for index, (keys, values) in enumerate(reference):
-            shape = (len(sources), keys.shape[1], boundary, keys.shape[3])
+            shape = (len(sources), keys.shape[1], boundary + room, keys.shape[3])
             batch_keys = keys.new_zeros(shape)
             batch_values = values.new_zeros(shape)
             for row, (state, length) in enumerate(sources):
                 if state is not None and length > 0:
                     batch_keys[row, :, boundary - length : boundary] = state.layers[index][0][0, :, :length]
                     batch_values[row, :, boundary - length : boundary] = state.layers[index][1][0, :, :length]
-            layers.append((batch_keys, batch_values))
-        return DynamicCache(layers)
+            if room:
+                layers.append(BufferedLayer.within(batch_keys, batch_values, boundary))
+            else:
+                layers.append((batch_keys, batch_values))
+        return buffered_cache(layers) if room else DynamicCache(layers)
 
 
 class Decoding:
