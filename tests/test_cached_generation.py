@@ -109,8 +109,11 @@ def test_each_turn_reads_only_its_new_tokens(random_tiny):
     prefills = widths["cached"].prefills()
     # The shared prefix once (one row), then per turn only what follows it: the question, then observations.
     assert prefills[0] == (1, shared)
-    # Each question is asked twice: its prompt is read once, and both rows decode from that reading.
-    assert prefills[1][0] == len({tuple(start) for start in starts}) < len(starts)
+    # Each question is asked twice: its prompt is read once (on its own, unpadded), both rows decode from it.
+    distinct = {tuple(start) for start in starts}
+    first_turn = prefills[1 : 1 + len(distinct)]
+    assert len(distinct) < len(starts) and all(rows == 1 for rows, _ in first_turn)
+    assert sorted(width for _, width in first_turn) == sorted(len(start) - shared for start in distinct)
     longest_observation = max(len(observation(tokenizer, i)) for i in range(5))
     assert all(width <= longest_observation + 1 for _, width in prefills[1:])
     read = {name: sum(rows * width for rows, width in w.prefills()) for name, w in widths.items()}

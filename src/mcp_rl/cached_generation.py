@@ -169,34 +169,21 @@ class CachedTransformersGenerator(TransformersGenerator):
         copy_of = [distinct.setdefault(tuple(prompt), len(distinct)) for prompt in prompts]
         firsts = [copy_of.index(group) for group in range(len(distinct))]
         read = [prompts[row] for row in firsts]
-        held = [sources[row][1] for row in firsts]
-        boundary = max(held)  # columns [0, boundary) come from held state
-        width = max(len(p) - h for p, h in zip(read, held, strict=True))  # new tokens to forward
-        new_ids = torch.full((len(read), width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(read), boundary + width), dtype=torch.long)
-        for row, (prompt, length) in enumerate(zip(read, held, strict=True)):
-            new = len(prompt) - length
-            new_ids[row, width - new :] = torch.tensor(prompt[length:])
-            mask[row, boundary - length : boundary] = 1
-            mask[row, boundary + width - new :] = 1
-        mask = mask.to(self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # each token where it would be without the gaps
-        # Buffers with room for what this call adds; attention reads them whole, so only the decode attention.
-        room = width + sampling.max_new_tokens + 1 if self.model.config._attn_implementation == "sdpa" else 0
-        if boundary:
-            cache = self.assemble([sources[row] for row in firsts], boundary, room)
-        else:
-            cache = buffered_cache(room=room) if room else DynamicCache()
         argument = cache_argument(self.model)
+        # Buffers with room for the turn; attention reads them whole, so only with the decode attention.
+        room = sampling.max_new_tokens + 1 if self.model.config._attn_implementation == "sdpa" else 0
         with self.evaluating(), decode_attention(self.model):
-            logits = self.model(
-                input_ids=new_ids.to(self.device),
-                attention_mask=mask,
-                position_ids=positions[:, boundary:],
-                **{argument: cache},
-                use_cache=True,
-                logits_to_keep=1,
-            ).logits[:, -1]
+            # Each prompt's new tokens on its own: batched, they were padded to the longest (35-70% of the
+            # tokens and attended columns in the search recipe's later turns were padding or gaps).
+            rows_read = [self.read(prompt, *sources[row]) for prompt, row in zip(read, firsts, strict=True)]
+            logits = torch.cat([last for _, last in rows_read])
+            boundary = max(len(prompt) for prompt in read)
+            mask = torch.zeros((len(read), boundary), dtype=torch.long)
+            for row, prompt in enumerate(read):
+                mask[row, boundary - len(prompt) :] = 1
+            mask = mask.to(self.device)
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)  # each token where it would be without the gaps
+            cache = self.assemble([(state, len(state.ids)) for state, _ in rows_read], boundary, room)
             if len(read) < len(prompts):  # each row its own copy of what its prompt's reading left
                 rows = torch.tensor(copy_of, device=self.device)
                 cache.batch_select_indices(rows)
@@ -218,6 +205,22 @@ class CachedTransformersGenerator(TransformersGenerator):
             ids, reason = cut_at_stop(written, self.tokenizer, sampling.stop_strings, self.eos_token_ids)
             generations.append(Generation(ids, reason))
         return generations, decoding.states
+
+    def read(
+        self, prompt: list[int], source: HeldState | None, length: int
+    ) -> tuple[HeldState, torch.Tensor]:
+        """``prompt``'s keys and values (``source`` holds its first ``length`` tokens) and the logits of its
+        last token."""
+        held = [(k[:, :, :length], v[:, :, :length]) for k, v in source.layers] if source and length else []
+        cache = DynamicCache(held) if held else DynamicCache()
+        logits = self.model(
+            input_ids=torch.tensor([prompt[length:]], device=self.device),
+            position_ids=torch.arange(length, len(prompt), device=self.device)[None],
+            **{cache_argument(self.model): cache},
+            use_cache=True,
+            logits_to_keep=1,
+        ).logits[:, -1]
+        return HeldState(prompt, [(layer.keys, layer.values) for layer in cache.layers]), logits
 
     def finished(self, sampling: SamplingParams) -> Callable[[list[int]], bool]:
         """Whether a row's turn is over: EOS, its token budget, or a stop string its last token completed."""
