@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from conftest import TEST_QUESTIONS
 from tiny import searching_pipeline
 from tiny_models import tiny_model_and_tokenizer
 
-from mcp_rl.cached_generation import CachedTransformersGenerator, common_length
+from mcp_rl.cached_generation import CachedTransformersGenerator, common_length, similar_lengths
 from mcp_rl.configs import RolloutConfig
 from mcp_rl.generation import Generator, SamplingParams, TransformersGenerator
 from mcp_rl.pipeline import build_generator
@@ -109,11 +110,11 @@ def test_each_turn_reads_only_its_new_tokens(random_tiny):
     prefills = widths["cached"].prefills()
     # The shared prefix once (one row), then per turn only what follows it: the question, then observations.
     assert prefills[0] == (1, shared)
-    # Each question is asked twice: its prompt is read once (on its own, unpadded), both rows decode from it.
+    # Each question is asked twice: its prompt is read once, and both rows decode from that reading.
     distinct = {tuple(start) for start in starts}
-    first_turn = prefills[1 : 1 + len(distinct)]
-    assert len(distinct) < len(starts) and all(rows == 1 for rows, _ in first_turn)
-    assert sorted(width for _, width in first_turn) == sorted(len(start) - shared for start in distinct)
+    shapes = widths["cached"].shapes
+    first_turn = list(itertools.takewhile(lambda shape: shape[1] > 1, shapes[1:]))
+    assert len(distinct) < len(starts) and sum(rows for rows, _ in first_turn) == len(distinct)
     longest_observation = max(len(observation(tokenizer, i)) for i in range(5))
     assert all(width <= longest_observation + 1 for _, width in prefills[1:])
     read = {name: sum(rows * width for rows, width in w.prefills()) for name, w in widths.items()}
@@ -189,6 +190,11 @@ def test_the_recipe_picks_the_generator(random_tiny):
     assert isinstance(build_generator(RolloutConfig(), model, tokenizer), CachedTransformersGenerator)
     plain = build_generator(RolloutConfig(reuse_cache=False), model, tokenizer)
     assert type(plain) is TransformersGenerator
+
+
+def test_similar_lengths_group_prompts_for_one_read():
+    assert similar_lengths([100, 12, 104, 60, 14, 300]) == [[1, 4], [3], [0, 2], [5]]
+    assert similar_lengths([]) == []
 
 
 def test_common_length():
