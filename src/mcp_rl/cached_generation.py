@@ -170,9 +170,7 @@ class CachedTransformersGenerator(TransformersGenerator):
         firsts = [copy_of.index(group) for group in range(len(distinct))]
         read = [prompts[row] for row in firsts]
         argument = cache_argument(self.model)
-        # Buffers with room for the turn; attention reads them whole, so only with the decode attention.
-        room = sampling.max_new_tokens + 1 if self.model.config._attn_implementation == "sdpa" else 0
-        with self.evaluating(), decode_attention(self.model):
+        with self.evaluating(), decode_attention(self.model) as decoding_in_buffers:
             # Prompts read in groups of similar length: one batch was padded to the longest (35-70% of the
             # tokens and attended columns in the search recipe's later turns were padding or gaps), one call
             # per prompt pays ~25 ms of weight reading each.
@@ -184,13 +182,11 @@ class CachedTransformersGenerator(TransformersGenerator):
                 for index, result in zip(group, results, strict=True):
                     rows_read[index] = result
             logits = torch.cat([last for _, last in rows_read])
-            boundary = max(len(prompt) for prompt in read)
-            mask = torch.zeros((len(read), boundary), dtype=torch.long)
-            for row, prompt in enumerate(read):
-                mask[row, boundary - len(prompt) :] = 1
-            mask = mask.to(self.device)
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)  # each token where it would be without the gaps
-            cache = self.assemble([(state, len(state.ids)) for state, _ in rows_read], boundary, room)
+            _, mask, positions = self.right_aligned(read, [len(prompt) for prompt in read])
+            # Buffers with room for the turn (attention reads them whole: only with the decode attention).
+            room = sampling.max_new_tokens + 1 if decoding_in_buffers else 0
+            sources_read = [(state, len(state.ids)) for state, _ in rows_read]
+            cache = self.assemble(sources_read, mask.shape[1], room)
             if len(read) < len(prompts):  # each row its own copy of what its prompt's reading left
                 rows = torch.tensor(copy_of, device=self.device)
                 cache.batch_select_indices(rows)
@@ -213,62 +209,43 @@ class CachedTransformersGenerator(TransformersGenerator):
             generations.append(Generation(ids, reason))
         return generations, decoding.states
 
-    def read_together(
-        self, prompts: list[list[int]], sources: list[tuple[HeldState | None, int]]
-    ) -> list[tuple[HeldState, torch.Tensor]]:
-        """Each prompt's keys and values and last-token logits; the new tokens are read in one batch
-        (right-aligned, gaps masked out, positions from the mask)."""
-        if len(prompts) == 1:
-            return [self.read(prompts[0], *sources[0])]
-        held = [length for _, length in sources]
+    def right_aligned(
+        self, prompts: list[list[int]], held: list[int]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Each prompt's new tokens (those after its ``held`` ones) right-aligned and padded, and the
+        attention mask and positions over held + new columns: held tokens right-aligned at one boundary,
+        the gaps masked out, every token at the position it would have without them."""
         boundary = max(held)
         width = max(len(p) - h for p, h in zip(prompts, held, strict=True))
         new_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(prompts), boundary + width), dtype=torch.long)
         for row, (prompt, length) in enumerate(zip(prompts, held, strict=True)):
             new = len(prompt) - length
-            new_ids[row, width - new :] = torch.tensor(prompt[length:])
+            new_ids[row, width - new :] = torch.tensor(prompt[length:], dtype=torch.long)
             mask[row, boundary - length : boundary] = 1
             mask[row, boundary + width - new :] = 1
         mask = mask.to(self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        return new_ids.to(self.device), mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+    def read_together(
+        self, prompts: list[list[int]], sources: list[tuple[HeldState | None, int]]
+    ) -> list[tuple[HeldState, torch.Tensor]]:
+        """Each prompt's keys and values and last-token logits; the new tokens are read in one batch."""
+        held = [length for _, length in sources]
+        boundary = max(held)
+        new_ids, mask, positions = self.right_aligned(prompts, held)
         cache = self.assemble(sources, boundary, room=0) if boundary else DynamicCache()
         logits = self.model(
-            input_ids=new_ids.to(self.device),
+            input_ids=new_ids,
             attention_mask=mask,
             position_ids=positions[:, boundary:],
             **{cache_argument(self.model): cache},
             use_cache=True,
             logits_to_keep=1,
         ).logits[:, -1]
-        results = []
-        for row, prompt in enumerate(prompts):
-            columns = mask[row].nonzero().squeeze(1)
-            layers = [
-                (
-                    layer.keys[row : row + 1].index_select(2, columns),
-                    layer.values[row : row + 1].index_select(2, columns),
-                )
-                for layer in cache.layers
-            ]
-            results.append((HeldState(prompt, layers), logits[row : row + 1]))
-        return results
-
-    def read(
-        self, prompt: list[int], source: HeldState | None, length: int
-    ) -> tuple[HeldState, torch.Tensor]:
-        """``prompt``'s keys and values (``source`` holds its first ``length`` tokens) and the logits of its
-        last token."""
-        held = [(k[:, :, :length], v[:, :, :length]) for k, v in source.layers] if source and length else []
-        cache = DynamicCache(held) if held else DynamicCache()
-        logits = self.model(
-            input_ids=torch.tensor([prompt[length:]], device=self.device),
-            position_ids=torch.arange(length, len(prompt), device=self.device)[None],
-            **{cache_argument(self.model): cache},
-            use_cache=True,
-            logits_to_keep=1,
-        ).logits[:, -1]
-        return HeldState(prompt, [(layer.keys, layer.values) for layer in cache.layers]), logits
+        return [
+            (row_state(cache, mask, row, prompt), logits[row : row + 1]) for row, prompt in enumerate(prompts)
+        ]
 
     def finished(self, sampling: SamplingParams) -> Callable[[list[int]], bool]:
         """Whether a row's turn is over: EOS, its token budget, or a stop string its last token completed."""
@@ -325,6 +302,19 @@ class CachedTransformersGenerator(TransformersGenerator):
         return buffered_cache(layers) if room else DynamicCache(layers)
 
 
+def row_state(cache: Any, mask: torch.Tensor, row: int, ids: list[int]) -> HeldState:
+    """Row ``row`` of ``cache`` without the gaps ``mask`` leaves out: the held state of ``ids``."""
+    columns = mask[row].nonzero().squeeze(1)
+    layers = [
+        (
+            layer.keys[row : row + 1].index_select(2, columns),
+            layer.values[row : row + 1].index_select(2, columns),
+        )
+        for layer in cache.layers
+    ]
+    return HeldState(ids, layers)
+
+
 def similar_lengths(lengths: list[int], slack: float = 1.25, extra: int = 8) -> list[list[int]]:
     """Indices of ``lengths`` in groups, shortest first, each holding lengths up to ``slack`` times its
     shortest plus ``extra`` (padding a row by a few tokens costs less than another forward call)."""
@@ -377,14 +367,5 @@ class Decoding:
         return picked[torch.tensor(self.kept, device=picked.device)][:, None]
 
     def state(self, row: int, index: int) -> HeldState:
-        """One row's keys and values without the gaps: its prompt and what it wrote, but the newest token
-        (never fed back)."""
-        columns = self.mask[row].nonzero().squeeze(1)
-        layers = [
-            (
-                layer.keys[row : row + 1].index_select(2, columns),
-                layer.values[row : row + 1].index_select(2, columns),
-            )
-            for layer in self.cache.layers
-        ]
-        return HeldState(self.prompts[index] + self.written[index][:-1], layers)
+        """One row's held state: its prompt and what it wrote, but the newest token (never fed back)."""
+        return row_state(self.cache, self.mask, row, self.prompts[index] + self.written[index][:-1])

@@ -82,14 +82,15 @@ AttentionMaskInterface.register(DECODE_ATTENTION, decode_mask)
 
 
 @contextmanager
-def decode_attention(model: Any) -> Iterator[None]:
-    """Within: a model that attends with SDPA uses ``cpu_decode_attention`` (others are left alone)."""
+def decode_attention(model: Any) -> Iterator[bool]:
+    """Within: a model that attends with SDPA uses ``cpu_decode_attention`` (others are left alone); yields
+    whether it does (only then may a ``BufferedLayer`` hand attention its whole buffer)."""
     config = model.config
     previous = config._attn_implementation
     if previous == "sdpa":
         config._attn_implementation = DECODE_ATTENTION
     try:
-        yield
+        yield previous == "sdpa"
     finally:
         config._attn_implementation = previous
 
