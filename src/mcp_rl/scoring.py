@@ -24,7 +24,6 @@ prefix is shared only where a key/value cache can carry gradients (no gradient c
 from __future__ import annotations
 
 import functools
-import inspect
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +33,8 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 from transformers import DynamicCache
+
+from mcp_rl.cached_generation import cache_argument
 
 # Positions projected onto the vocabulary at once: bounds the logits a backward pass holds.
 CHUNK_POSITIONS = 1024
@@ -66,11 +67,6 @@ def shared_prefix_length(input_ids: torch.Tensor, attention_mask: torch.Tensor, 
     attended = attention_mask.gather(1, columns).bool().all(0)
     same = (rows == rows[:1]).all(0) & attended
     return limit if bool(same.all()) else int((~same).int().argmax())
-
-
-def cache_keyword(backbone: Any) -> str:
-    """``cache`` from transformers 5.20, ``past_key_values`` before."""
-    return "cache" if "cache" in inspect.signature(backbone.forward).parameters else "past_key_values"
 
 
 def checkpointing(model: Any) -> bool:
@@ -161,10 +157,9 @@ class LeanScoring:
         full_mask = torch.cat([rest_mask.new_ones(rows, shared), rest_mask], dim=1)
         positions = (full_mask.cumsum(1) - 1)[:, shared:]
         self.last_shared_prefix = shared
-        keyword = cache_keyword(backbone)
+        keyword = cache_argument(backbone)
         first = int(starts[0])
-        prefix = backbone(input_ids=input_ids[:1, first : first + shared], use_cache=True)
-        held = prefix.past_key_values if hasattr(prefix, "past_key_values") else prefix.cache
+        held = backbone(input_ids=input_ids[:1, first : first + shared], use_cache=True)[keyword]
         cache = DynamicCache()
         for index, layer in enumerate(held.layers):
             cache.update(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1), index)
