@@ -8,14 +8,11 @@ from typing import Any
 
 import pytest
 import torch
-from tiny import searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
+from tiny import searching_trainer
 from tiny_models import tiny_model_and_tokenizer
 from trl.trainer.utils import add_fused_lm_head
 
-from mcp_rl.pool import BlockingToolPool
 from mcp_rl.scoring import MIN_SHARED_PREFIX, LeanScoring, shared_prefix_length
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trainer import MCPGRPOTrainer
 
 TEMPERATURE = 0.7
 
@@ -50,13 +47,19 @@ def batch(
     }
 
 
-def fused_call(model: Any, inputs: dict[str, torch.Tensor], lean: LeanScoring | None) -> tuple[Any, Any]:
-    """What TRL's ``_get_per_token_logps_and_entropies`` does, the loss mask set as our trainer sets it."""
+def joined(inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Input ids, attention mask and labels (completion tokens only) as TRL builds them for its forward."""
     input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
     attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
-    keep = inputs["completion_ids"].size(1)
     labels = input_ids.masked_fill(attention_mask == 0, -100)
-    labels[:, :-keep] = -100
+    labels[:, : inputs["prompt_ids"].size(1)] = -100
+    return input_ids, attention_mask, labels
+
+
+def fused_call(model: Any, inputs: dict[str, torch.Tensor], lean: LeanScoring | None) -> tuple[Any, Any]:
+    """What TRL's ``_get_per_token_logps_and_entropies`` does, the loss mask set as our trainer sets it."""
+    input_ids, attention_mask, labels = joined(inputs)
+    keep = inputs["completion_ids"].size(1)
     loss_mask = inputs["completion_mask"] * inputs["tool_mask"]
     model.zero_grad()
     if lean is None:
@@ -74,6 +77,14 @@ def fused_call(model: Any, inputs: dict[str, torch.Tensor], lean: LeanScoring | 
     (-(log_probs * loss_mask).sum() - 0.1 * (entropy * loss_mask).sum()).backward()
     gradient = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
     return (log_probs * loss_mask).detach(), (entropy * loss_mask).detach(), gradient
+
+
+def trl_then_lean(model: Any, inputs: dict[str, torch.Tensor], lean: LeanScoring) -> tuple[Any, Any]:
+    """``fused_call``'s results with TRL's forward, then with the lean one."""
+    lean.enabled = False
+    trls = fused_call(model, inputs, lean)
+    lean.enabled = True
+    return trls, fused_call(model, inputs, lean)
 
 
 @pytest.fixture
@@ -99,11 +110,9 @@ def test_lean_scoring_matches_trls_fused_forward(
 ) -> None:
     """Equal where the loss reads; the prefix read once when there is one worth sharing."""
     model, lean = patched_model
-    inputs = batch(prefix, prompts, completions)
-    lean.enabled = False
-    trl_logps, trl_entropy, trl_gradient = fused_call(model, inputs, lean)
-    lean.enabled = True
-    logps, entropy, gradient = fused_call(model, inputs, lean)
+    (trl_logps, trl_entropy, trl_gradient), (logps, entropy, gradient) = trl_then_lean(
+        model, batch(prefix, prompts, completions), lean
+    )
     assert trl_logps.abs().sum() > 0 and trl_gradient.norm() > 0
     torch.testing.assert_close(logps, trl_logps, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(entropy, trl_entropy, rtol=1e-4, atol=1e-5)
@@ -113,23 +122,14 @@ def test_lean_scoring_matches_trls_fused_forward(
 
 
 def test_shared_prefix_stops_before_the_first_scored_position() -> None:
-    inputs = batch(30, [3, 7], [5, 4])
-    input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
-    attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
-    labels = input_ids.masked_fill(attention_mask == 0, -100)
-    labels[:, : inputs["prompt_ids"].size(1)] = -100
+    input_ids, attention_mask, labels = joined(batch(30, [3, 7], [5, 4]))
     assert shared_prefix_length(input_ids, attention_mask, labels) == 30
     # Rows that differ inside the prefix share only what comes before the difference.
     changed = input_ids.clone()
     changed[1, (attention_mask[1] == 1).nonzero()[0, 0] + 11] += 1
     assert shared_prefix_length(changed, attention_mask, labels) == 11
     # A row whose prompt is all shared tokens: the prefix ends one token before its first scored label.
-    short = batch(30, [0, 5], [5, 4])
-    ids = torch.cat([short["prompt_ids"], short["completion_ids"]], 1)
-    mask = torch.cat([short["prompt_mask"], short["completion_mask"]], 1)
-    short_labels = ids.masked_fill(mask == 0, -100)
-    short_labels[:, : short["prompt_ids"].size(1)] = -100
-    assert shared_prefix_length(ids, mask, short_labels) == 29
+    assert shared_prefix_length(*joined(batch(30, [0, 5], [5, 4]))) == 29
 
 
 def test_other_calls_reach_the_models_own_forward(patched_model: tuple[Any, LeanScoring]) -> None:
@@ -156,13 +156,7 @@ def test_trainer_loss_is_trls_loss_with_and_without_lean_scoring(
     searching_tiny_model: Any, search_entry: dict[str, Any], tmp_path: Any
 ) -> None:
     model, tokenizer = searching_tiny_model
-    pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
-    trainer = MCPGRPOTrainer(
-        args=tiny_grpo_config(tmp_path / "out"),
-        train_dataset=tiny_dataset(2),
-        **searching_trainer_kwargs(model, tokenizer, pool),
-    )
-    try:
+    with searching_trainer(model, tokenizer, search_entry, tmp_path / "out") as trainer:
         assert trainer.lean_scoring is not None
         inputs = batch(
             MIN_SHARED_PREFIX + 20, [4, 9, 2, 6], [11, 7, 13, 5], seed=5, vocab=model.config.vocab_size
@@ -175,8 +169,6 @@ def test_trainer_loss_is_trls_loss_with_and_without_lean_scoring(
         trainer.lean_scoring.enabled = True
         assert torch.isfinite(lean) and plain.item() != 0.0
         assert lean.item() == pytest.approx(plain.item(), rel=1e-4, abs=1e-6)
-    finally:
-        pool.close()
 
 
 def test_lean_scoring_under_lora_adapters() -> None:
@@ -189,11 +181,9 @@ def test_lean_scoring_under_lora_adapters() -> None:
     model = get_peft_model(base, adapters)
     add_fused_lm_head(model.get_base_model(), temperature=TEMPERATURE, outputs=("log_probs", "entropy"))
     lean = LeanScoring(model.get_base_model(), TEMPERATURE)
-    inputs = batch(MIN_SHARED_PREFIX + 8, [3, 6, 2], [9, 7, 10], seed=2)
-    lean.enabled = False
-    trl_logps, _, trl_gradient = fused_call(model, inputs, lean)
-    lean.enabled = True
-    logps, _, gradient = fused_call(model, inputs, lean)
+    (trl_logps, _, trl_gradient), (logps, _, gradient) = trl_then_lean(
+        model, batch(MIN_SHARED_PREFIX + 8, [3, 6, 2], [9, 7, 10], seed=2), lean
+    )
     assert lean.last_shared_prefix == MIN_SHARED_PREFIX + 8
     assert len(gradient) == len(trl_gradient) == sum(p.numel() for p in model.parameters() if p.requires_grad)
     torch.testing.assert_close(logps, trl_logps, rtol=1e-4, atol=1e-5)

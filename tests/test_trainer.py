@@ -9,7 +9,7 @@ import os
 
 import pytest
 import torch
-from tiny import child_pids, searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
+from tiny import child_pids, searching_trainer, searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
 
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.server_config import parse_mcp_servers
@@ -95,13 +95,7 @@ def test_the_loss_skips_columns_that_are_padding_in_every_row_and_is_unchanged(
     from mcp_rl.trainer import trim_padding
 
     model, tokenizer = searching_tiny_model
-    pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
-    trainer = MCPGRPOTrainer(
-        args=tiny_grpo_config(tmp_path / "out"),
-        train_dataset=tiny_dataset(2),
-        **searching_trainer_kwargs(model, tokenizer, pool),
-    )
-    try:
+    with searching_trainer(model, tokenizer, search_entry, tmp_path / "out") as trainer:
         generator = torch.Generator().manual_seed(0)
         vocab = model.config.vocab_size
         # Prompts left-padded (two columns are padding in both rows), completions right-padded (three are).
@@ -129,5 +123,3 @@ def test_the_loss_skips_columns_that_are_padding_in_every_row_and_is_unchanged(
         assert trim_padding(trimmed) is trimmed
         unknown = {**inputs, "token_type_ids": torch.zeros(2, 14, dtype=torch.long)}
         assert trim_padding(unknown) is unknown
-    finally:
-        pool.close()

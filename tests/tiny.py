@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +203,27 @@ def searching_trainer_kwargs(model: Any, tokenizer: Any, pool: Any, **pipeline: 
         "reward_funcs": [exact_match, format_reward],
         "pipeline": searching_pipeline(model, tokenizer, pool, **pipeline),
     }
+
+
+@contextmanager
+def searching_trainer(
+    model: Any, tokenizer: Any, search_entry: dict[str, Any], output_dir: Path | str
+) -> Iterator[Any]:
+    """An ``MCPGRPOTrainer`` of the tiny searching setup on two questions, its real search server running
+    until the block ends."""
+    from mcp_rl.pool import BlockingToolPool
+    from mcp_rl.server_config import parse_mcp_servers
+    from mcp_rl.trainer import MCPGRPOTrainer
+
+    pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
+    try:
+        yield MCPGRPOTrainer(
+            args=tiny_grpo_config(output_dir),
+            train_dataset=tiny_dataset(2),
+            **searching_trainer_kwargs(model, tokenizer, pool),
+        )
+    finally:
+        pool.close()
 
 
 def tiny_search_settings(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[str]:
