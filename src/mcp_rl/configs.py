@@ -38,6 +38,7 @@ __all__ = [
     "RolloutConfig",
     "Section",
     "ToolsConfig",
+    "WarmStartConfig",
     "YamlFloat",
     "describe_recipe_fields",
     "did_you_mean",
@@ -267,6 +268,30 @@ class RewardSpec(Section):
     )
 
 
+class WarmStartConfig(Section):
+    """Supervised episodes before GRPO, for behaviour the untrained model too rarely samples to reinforce."""
+
+    demonstrations: str | list[str] | None = Field(
+        default=None,
+        description="The assistant turns of one demonstration episode, played through the real tools: a list "
+        "of templates over the row's columns (['<calc> {expression} </calc>', '<answer> {golden_answers[0]} "
+        "</answer>']), or 'path/to/file.py:function' / 'package.module:function' taking a row and returning "
+        "its turns (or None to skip the row). null = no warm start.",
+    )
+    episodes: int = Field(
+        default=256, description="Training rows demonstrated, drawn at random with `seed`.", ge=1
+    )
+    min_reward: YamlFloat | None = Field(
+        default=None,
+        description="Keep only demonstrations whose weighted reward is at least this (a reference action "
+        "the tools reject is not taught); null = keep all.",
+    )
+    epochs: int = Field(default=2, description="Passes over the kept demonstrations.", ge=1)
+    batch_size: int = Field(default=8, description="Demonstrations per optimizer step.", ge=1)
+    learning_rate: YamlFloat = Field(default=5.0e-5, description="AdamW learning rate, constant.", gt=0)
+    seed: int = Field(default=0, description="Seed for drawing the rows and ordering the batches.", ge=0)
+
+
 class Recipe(Section):
     """Everything one training or evaluation run needs, as written in a recipe YAML file."""
 
@@ -281,6 +306,9 @@ class Recipe(Section):
     rewards: list[RewardSpec] = Field(
         default_factory=lambda: [RewardSpec(name="exact_match", weight=1.0)],
         description="Reward functions, summed with their weights.",
+    )
+    warm_start: WarmStartConfig = Field(
+        default_factory=WarmStartConfig, description="Supervised demonstrations before GRPO (off by default)."
     )
     trainer: dict[str, Any] = Field(
         default_factory=dict,

@@ -127,8 +127,34 @@ def load_recipe(name_or_path: str, overrides: Sequence[str] = (), *, check_train
     """
     path = find_recipe(name_or_path)
     return recipe_from_dict(
-        _read_yaml(path), overrides, name=path.stem, check_trainer=check_trainer, base_dir=path.parent
+        _read_with_base(path), overrides, name=path.stem, check_trainer=check_trainer, base_dir=path.parent
     )
+
+
+def _read_with_base(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A recipe file; with ``base: NAME`` (a recipe name, or a path relative to this file), that recipe's
+    settings first and this file's over them: mappings merge key by key, anything else is replaced."""
+    raw = _read_yaml(path)
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str):
+        raise RecipeError(f"{path}: base: expected a recipe name or path, got {show_value(base)}")
+    relative = path.parent / base
+    base_path = relative if relative.suffix in _YAML_SUFFIXES and relative.is_file() else find_recipe(base)
+    if base_path.resolve() in seen or base_path.resolve() == path.resolve():
+        raise RecipeError(f"{path}: base: {base!r} leads back to this recipe")
+    return _merged(_read_with_base(base_path, (*seen, path.resolve())), raw)
+
+
+def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def recipe_from_dict(
@@ -353,6 +379,7 @@ def _check_recipe(recipe: Recipe, base_dir: Path | None = None) -> None:
         raise RecipeError("rewards: give at least one reward, e.g. [{name: exact_match}]")
     for i, reward in enumerate(recipe.rewards):
         _check_reward(reward, f"rewards[{i}].name", base_dir)
+    _check_warm_start(recipe, base_dir)
     from mcp_rl.parsers import build_parser
 
     try:
@@ -366,7 +393,7 @@ def _check_reward(reward: RewardSpec, where: str, base_dir: Path | None = None) 
     ``base_dir``, the recipe's folder, so the run finds it from anywhere) or ``package.module:function``;
     and options that it takes as keyword arguments."""
     from mcp_rl.rewards import BUILTIN_REWARDS  # the registry itself, so the names are never listed twice
-    from mcp_rl.rewards.registry import import_object, unknown_options
+    from mcp_rl.rewards.registry import unknown_options
 
     if reward.name in BUILTIN_REWARDS:
         return
@@ -377,16 +404,8 @@ def _check_reward(reward: RewardSpec, where: str, base_dir: Path | None = None) 
             f"built-in: {', '.join(BUILTIN_REWARDS)}, or 'path/to/file.py:function' (next to the recipe) or "
             "'package.module:function' for your own"
         )
-    if module.endswith(".py"):
-        file = Path(module).expanduser()
-        if not file.is_absolute():
-            reward.name = f"{((base_dir or Path.cwd()) / file).resolve()}:{function}"
-    try:
-        target = import_object(reward.name)
-    except ValueError as error:
-        raise RecipeError(f"{where}: {error}") from None
-    if not callable(target):
-        raise RecipeError(f"{where}: {reward.name!r} is {type(target).__name__}, not a function")
+    reward.name = _absolute_function(reward.name, base_dir)
+    target = _imported_function(reward.name, where)
     unknown = unknown_options(target, reward.options)
     if unknown:
         options = where.removesuffix(".name") + ".options"
@@ -394,6 +413,49 @@ def _check_reward(reward: RewardSpec, where: str, base_dir: Path | None = None) 
             f"{options}: {', '.join(unknown)} not parameter(s) of {function}; remove them from the options "
             "or add them to the function"
         )
+
+
+def _absolute_function(spec: str, base_dir: Path | None) -> str:
+    """``file.py:function`` made absolute against the recipe's folder, so the run finds it from anywhere."""
+    module, _, function = spec.rpartition(":")
+    file = Path(module).expanduser()
+    if module.endswith(".py") and not file.is_absolute():
+        return f"{((base_dir or Path.cwd()) / file).resolve()}:{function}"
+    return spec
+
+
+def _imported_function(spec: str, where: str) -> Any:
+    from mcp_rl.rewards.registry import import_object
+
+    try:
+        target = import_object(spec)
+    except ValueError as error:
+        raise RecipeError(f"{where}: {error}") from None
+    if not callable(target):
+        raise RecipeError(f"{where}: {spec!r} is {type(target).__name__}, not a function")
+    return target
+
+
+def _check_warm_start(recipe: Recipe, base_dir: Path | None) -> None:
+    """Demonstration templates that parse, or a demonstration function that imports now."""
+    spec = recipe.warm_start.demonstrations
+    where = "warm_start.demonstrations"
+    if isinstance(spec, str):
+        if ":" not in spec:
+            raise RecipeError(
+                f"{where}: {spec!r} is neither a list of turn templates nor 'file.py:function' / "
+                "'package.module:function'"
+            )
+        recipe.warm_start.demonstrations = _absolute_function(spec, base_dir)
+        _imported_function(recipe.warm_start.demonstrations, where)
+        return
+    for i, template in enumerate(spec or []):
+        try:
+            list(string.Formatter().parse(template))
+        except ValueError as error:
+            raise RecipeError(
+                f"{where}[{i}]: not a valid format string ({error}); write {{{{ for a brace"
+            ) from None
 
 
 # -- resolution ---------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from mcp_rl.plots import plot_metrics, read_metrics
 from mcp_rl.recipe import recipe_to_yaml
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.trainer import COMPLETE_MARKER, MCPGRPOTrainer, last_complete_checkpoint
+from mcp_rl.warm_start import warm_start
 
 
 def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
@@ -170,6 +171,8 @@ def train(
         trainer.remove_callback(ProgressCallback)
         trainer.remove_callback(PrinterCallback)
         trainable = trainer.model.num_parameters(only_trainable=True)  # under LoRA: the adapters
+        if recipe.warm_start.demonstrations and checkpoint is None:  # a checkpoint already holds its weights
+            run_warm_start(recipe, trainer, pipeline, output)
         trainer.train(resume_from_checkpoint=checkpoint)
         final = output / "final"
         trainer.save_model(str(final))
@@ -182,6 +185,24 @@ def train(
     summary["final_model"] = str(output / "final")
     (output / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def run_warm_start(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPipeline, output: Path) -> None:
+    """The recipe's supervised warm start on the trainer's model (under LoRA: its adapters), as step 0."""
+    rows = load_split(recipe, "train").shuffle(seed=recipe.warm_start.seed)
+    with (output / "metrics.jsonl").open("a") as log:
+
+        def write(line: dict[str, float]) -> None:
+            log.write(json.dumps({"step": 0, "time": time.time(), **line}) + "\n")
+
+        stats = warm_start(recipe, trainer.model, pipeline, rows, log=write)
+        write(stats)
+    print(
+        f"warm start: {stats['warm_start/kept']:.0f} of {stats['warm_start/played']:.0f} demonstrations "
+        "kept, "
+        f"loss {stats['warm_start/first_loss']:.3f} → {stats['warm_start/last_loss']:.3f} "
+        f"in {stats['warm_start/wall_s']:.0f} s"
+    )
 
 
 def check_corpus(recipe: Recipe) -> None:

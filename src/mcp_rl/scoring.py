@@ -75,6 +75,46 @@ def checkpointing(model: Any) -> bool:
     return bool(getattr(model, flag or "is_gradient_checkpointing", False))
 
 
+def prefix_shared_hidden_states(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor
+) -> tuple[torch.Tensor, int]:
+    """The backbone's last hidden states for positions 0..L-2 (those that predict a next token) of a
+    left-padded batch, and how many leading tokens all rows shared: those ran once, batch 1, and their rows
+    of the result are zeros (never scored)."""
+    backbone = model.base_model
+    rows, length = input_ids.shape
+    shared = shared_prefix_length(input_ids, attention_mask, labels)
+    if rows < 2 or shared < MIN_SHARED_PREFIX or checkpointing(model):
+        hidden = backbone(
+            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+        ).last_hidden_state
+        return hidden[:, :-1], 0
+    # Each row becomes [shared prefix][its left padding][the rest]: rest column j holds original column
+    # j + shared. Positions count attended tokens (rotary attention sees only their differences).
+    starts = attention_mask.argmax(1)
+    columns = torch.arange(length - shared)[None, :]
+    padding = columns < starts[:, None]
+    rest_ids = input_ids[:, shared:].masked_fill(padding, 0)
+    rest_mask = attention_mask[:, shared:].masked_fill(padding, 0)
+    full_mask = torch.cat([rest_mask.new_ones(rows, shared), rest_mask], dim=1)
+    positions = (full_mask.cumsum(1) - 1)[:, shared:]
+    keyword = cache_argument(backbone)
+    first = int(starts[0])
+    held = backbone(input_ids=input_ids[:1, first : first + shared], use_cache=True)[keyword]
+    cache = DynamicCache()
+    for index, layer in enumerate(held.layers):
+        cache.update(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1), index)
+    rest = backbone(
+        input_ids=rest_ids,
+        attention_mask=full_mask,
+        position_ids=positions,
+        use_cache=True,
+        **{keyword: cache},
+    ).last_hidden_state
+    # Original column c >= start + shared is rest column c - shared; the columns before are never scored.
+    return torch.cat([rest.new_zeros(rows, shared, rest.size(-1)), rest[:, :-1]], dim=1), shared
+
+
 class LeanScoring:
     """Installs the lean fused forward on ``model`` (after TRL installed its own, which it keeps as the
     fallback). ``enabled`` switches it at run time; ``loss_mask`` (rows × completion columns) narrows the
@@ -137,41 +177,10 @@ class LeanScoring:
     def hidden_states(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: Any
     ) -> torch.Tensor:
-        """The backbone's last hidden states for positions 0..L-2 (those that predict a next token); the
-        shared prefix's rows of it are never scored and come back as zeros."""
-        backbone = self.model.base_model
-        rows, length = input_ids.shape
-        shared = shared_prefix_length(input_ids, attention_mask, labels)
-        if rows < 2 or shared < MIN_SHARED_PREFIX or checkpointing(self.model):
-            self.last_shared_prefix = 0
-            return backbone(
-                input_ids=input_ids, attention_mask=attention_mask, use_cache=False
-            ).last_hidden_state[:, :-1]
-        # Each row becomes [shared prefix][its left padding][the rest]: rest column j holds original column
-        # j + shared. Positions count attended tokens (rotary attention sees only their differences).
-        starts = attention_mask.argmax(1)
-        columns = torch.arange(length - shared)[None, :]
-        padding = columns < starts[:, None]
-        rest_ids = input_ids[:, shared:].masked_fill(padding, 0)
-        rest_mask = attention_mask[:, shared:].masked_fill(padding, 0)
-        full_mask = torch.cat([rest_mask.new_ones(rows, shared), rest_mask], dim=1)
-        positions = (full_mask.cumsum(1) - 1)[:, shared:]
-        self.last_shared_prefix = shared
-        keyword = cache_argument(backbone)
-        first = int(starts[0])
-        held = backbone(input_ids=input_ids[:1, first : first + shared], use_cache=True)[keyword]
-        cache = DynamicCache()
-        for index, layer in enumerate(held.layers):
-            cache.update(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1), index)
-        rest = backbone(
-            input_ids=rest_ids,
-            attention_mask=full_mask,
-            position_ids=positions,
-            use_cache=True,
-            **{keyword: cache},
-        ).last_hidden_state
-        # Original column c >= start + shared is rest column c - shared; the columns before are never scored.
-        return torch.cat([rest.new_zeros(rows, shared, rest.size(-1)), rest[:, :-1]], dim=1)
+        hidden, self.last_shared_prefix = prefix_shared_hidden_states(
+            self.model, input_ids, attention_mask, labels
+        )
+        return hidden
 
     def score(
         self, hidden: torch.Tensor, next_tokens: torch.Tensor, scored: torch.Tensor

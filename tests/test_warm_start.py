@@ -1,0 +1,174 @@
+"""The supervised warm start: scripted episodes through the real search server, kept by the recipe's
+rewards, learned with the shared-prefix loss; and `mcp-rl train` running it before GRPO."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import run_cli
+from tiny import searching_pipeline, tiny_search_settings
+
+from mcp_rl.configs import Recipe, RewardSpec, WarmStartConfig
+from mcp_rl.errors import DataError, RecipeError
+from mcp_rl.evaluation import RecipeScorer
+from mcp_rl.pool import BlockingToolPool
+from mcp_rl.recipe import load_recipe
+from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.warm_start import ScriptedEngine, demonstration_episodes, script_from_config, supervised_loss
+
+FOX = {"question": "Where does the fox live?", "golden_answers": ["Draskel"]}
+TEMPLATES = "['<search> {question} </search>', '<answer> {golden_answers[0]} </answer>']"
+TWO_SEARCHES = ["<search> fox </search>", "<search> Ober river </search>", "<answer> Draskel </answer>"]
+
+
+@pytest.fixture
+def pipeline(searching_tiny_model, search_entry):
+    model, tokenizer = searching_tiny_model
+    pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
+    with searching_pipeline(model, tokenizer, pool) as built:
+        yield built
+
+
+def test_a_script_is_played_through_the_real_server_with_a_rollouts_token_layout(pipeline) -> None:
+    engine = ScriptedEngine(pipeline.engine, [TWO_SEARCHES])
+    [episode] = engine.rollout([pipeline.messages(FOX)])
+    assert [turn.text for turn in episode.turns] == TWO_SEARCHES
+    assert episode.answer == "Draskel" and episode.finish_reason == "answer"
+    calls = episode.calls
+    assert [call.arguments for call in calls] == [{"query": "fox"}, {"query": "Ober river"}]
+    assert "The fox lives in Draskel" in calls[0].observation and "Ober is a river" in calls[1].observation
+    # The scripted turns are the loss's tokens (mask 1), the two observations are not.
+    tokenizer = pipeline.tokenizer
+    own = [t for t, m in zip(episode.completion_ids, episode.completion_mask, strict=True) if m]
+    assert tokenizer.decode(own) == "".join(TWO_SEARCHES)
+    observed = tokenizer.decode(
+        [t for t, m in zip(episode.completion_ids, episode.completion_mask, strict=True) if not m]
+    )
+    assert observed.count("<information>") == 2 and "Draskel" in observed
+
+
+def test_demonstrations_are_kept_only_when_the_rewards_accept_them(pipeline) -> None:
+    recipe = Recipe(rewards=[RewardSpec(name="exact_match"), RewardSpec(name="answer_retrieved", weight=0.5)])
+    scorer = RecipeScorer(recipe, pipeline.pool)
+    rows = [FOX, {**FOX, "question": "Who founded the guild?"}, {**FOX, "question": "skip me"}]
+    scripts = {
+        "Where does the fox live?": ["<search> fox </search>", "<answer> Draskel </answer>"],
+        "Who founded the guild?": ["<search> guild </search>", "<answer> Draskel </answer>"],  # not retrieved
+    }
+    kept, stats = demonstration_episodes(
+        pipeline, rows, lambda row: scripts.get(row["question"]), scorer, min_reward=1.5
+    )
+    assert stats["warm_start/played"] == 2 and stats["warm_start/skipped_rows"] == 1
+    assert [episode.calls[0].arguments["query"] for episode in kept] == ["fox"]
+    assert kept[0].info["reward"] == pytest.approx(1.5)
+
+
+def test_templates_fill_from_the_row_and_name_a_missing_column() -> None:
+    script = script_from_config(
+        WarmStartConfig(demonstrations=["<search> {question} </search>", "{golden_answers[0]}"])
+    )
+    assert script(FOX) == ["<search> Where does the fox live? </search>", "Draskel"]
+    with pytest.raises(
+        DataError, match=r"warm_start\.demonstrations: 'golden_answers' is not in the training row"
+    ):
+        script({"question": "q"})
+
+
+def test_the_loss_reads_the_shared_prefix_once_and_equals_a_plain_forward(
+    pipeline, searching_tiny_model
+) -> None:
+    model, _ = searching_tiny_model
+    engine = ScriptedEngine(
+        pipeline.engine, [TWO_SEARCHES, ["<search> guild </search>", "<answer> Velora </answer>"]]
+    )
+    episodes = engine.rollout(
+        [pipeline.messages(FOX), pipeline.messages({"question": "Who founded the guild?"})]
+    )
+    loss = supervised_loss(model, episodes, pipeline.tokenizer.pad_token_id)
+    # The same loss, one unpadded sequence at a time, over every scored token.
+    total, count = 0.0, 0
+    for episode in episodes:
+        ids = torch.tensor([episode.prompt_ids + episode.completion_ids])
+        logits = model(input_ids=ids).logits[0, :-1].float()
+        targets = ids[0, 1:]
+        scored = torch.tensor([0] * (len(episode.prompt_ids) - 1) + episode.completion_mask, dtype=torch.bool)
+        total += torch.nn.functional.cross_entropy(logits[scored], targets[scored], reduction="sum").item()
+        count += int(scored.sum())
+    assert loss.item() == pytest.approx(total / count, rel=1e-4)
+
+
+def test_a_few_steps_on_demonstrations_teach_them(pipeline, searching_tiny_model) -> None:
+    import copy
+
+    model = copy.deepcopy(searching_tiny_model[0])
+    engine = ScriptedEngine(pipeline.engine, [TWO_SEARCHES])
+    episodes = engine.rollout([pipeline.messages(FOX)])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(8):
+        loss = supervised_loss(model, episodes, pipeline.tokenizer.pad_token_id)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] / 2
+
+
+def test_train_runs_the_warm_start_before_grpo(tiny_model_dir, tiny_corpus, tiny_qa, tmp_path) -> None:
+    out = tmp_path / "run"
+    settings = tiny_search_settings(
+        tiny_model_dir,
+        tiny_corpus,
+        tiny_qa,
+        **{
+            "warm_start.demonstrations": TEMPLATES,
+            "warm_start.episodes": 4,
+            "warm_start.epochs": 2,
+            "warm_start.batch_size": 2,
+            "warm_start.learning_rate": 1e-3,
+        },
+    )
+    result = run_cli(
+        "train",
+        "--recipe",
+        "search",
+        "-o",
+        str(out),
+        *[a for s in settings for a in ("--set", s)],
+        timeout_s=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warm start: 4 of 4 demonstrations kept" in result.stdout
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    warm = [m for m in metrics if m["step"] == 0]
+    assert [m["warm_start/batch"] for m in warm if "warm_start/batch" in m] == [1, 2, 3, 4]
+    assert warm[-1]["warm_start/kept"] == 4 and warm[-1]["warm_start/wall_s"] > 0
+    assert [m["step"] for m in metrics if "reward" in m] == [1, 2]
+
+
+def test_a_recipe_builds_on_a_base_recipe(tmp_path: Path) -> None:
+    multihop, search = load_recipe("search-multihop"), load_recipe("search")
+    assert multihop.name == "search-multihop" and multihop.prompt == search.prompt
+    assert multihop.rollout.max_turns == 4 and multihop.rollout.temperature == search.rollout.temperature
+    assert multihop.trainer["learning_rate"] == search.trainer["learning_rate"]
+    assert multihop.warm_start.demonstrations.endswith("recipes/search_demonstrations.py:search_then_answer")
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(RecipeError, match=r"base: 'a\.yaml' leads back to this recipe"):
+        load_recipe(str(tmp_path / "a.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("no_colon_here", "warm_start.demonstrations: 'no_colon_here' is neither a list of turn templates"),
+        ("missing.py:f", "warm_start.demonstrations: cannot import"),
+        ("['<calc> {x </calc>']", r"warm_start.demonstrations\[0\]: not a valid format string"),
+    ],
+)
+def test_bad_demonstrations_are_one_line_at_load(value: str, message: str) -> None:
+    with pytest.raises(RecipeError, match=message):
+        load_recipe("search", [f"warm_start.demonstrations={value}"])
