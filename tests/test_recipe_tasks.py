@@ -296,6 +296,8 @@ def tiny_overrides(model_dir: Path) -> list[str]:
         "trainer.save_steps": 2,
         "trainer.learning_rate": 1e-3,
         "trainer.bf16": False,
+        "warm_start.episodes": 4,
+        "warm_start.epochs": 1,
     }
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
 
@@ -318,6 +320,8 @@ def test_two_training_steps_call_the_real_tools_with_finite_loss(name, tiny_reci
         timeout_s=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    # The recipe's demonstrations, played through the real servers, all pass the recipe's own rewards.
+    assert "warm start: 4 of 4 demonstrations kept" in result.stdout
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     losses = [m["loss"] for m in metrics if "loss" in m]
     assert len(losses) == 2 and all(math.isfinite(loss) for loss in losses)

@@ -18,6 +18,7 @@ from tiny import tiny_search_settings
 from tiny_models import tiny_model_and_tokenizer
 from transformers import AutoModelForCausalLM
 
+from mcp_rl.errors import DataError
 from mcp_rl.models import train_top_layers
 from mcp_rl.recipe import load_recipe
 from mcp_rl.run import grpo_config, training_dataset
@@ -181,6 +182,24 @@ def test_curriculum_puts_single_hop_first_and_keeps_trl_from_reshuffling(tmp_pat
     assert ordered["id"][: len(single_hop)] == single_hop
     assert grpo_config(curriculum, tmp_path).shuffle_dataset is False
     assert grpo_config(plain, tmp_path).shuffle_dataset is True
+
+
+def test_balance_by_takes_each_value_in_turns_as_often_as_the_rarest(tmp_path):
+    rows = [
+        {"id": str(i), "question": f"q{i}", "golden_answers": ["a"], "hops": 2 if i % 4 == 0 else 1}
+        for i in range(12)
+    ]
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    dataset = training_dataset(load_recipe("search", [f"data.train={qa}", "data.balance_by=hops"]))
+    assert len(dataset) == 6 and sorted(dataset["hops"]) == [1, 1, 1, 2, 2, 2]
+    assert dataset["hops"][0::2] == [dataset["hops"][0]] * 3 and set(dataset["hops"][:2]) == {1, 2}
+    assert len(set(dataset["id"])) == 6
+    # Another seed draws other single-hop rows; the balance holds.
+    reseeded = training_dataset(load_recipe("search", [f"data.train={qa}", "data.balance_by=hops"]), seed=3)
+    assert sorted(reseeded["hops"]) == [1, 1, 1, 2, 2, 2]
+    with pytest.raises(DataError, match=r"data\.balance_by: the training data has no column 'level'"):
+        training_dataset(load_recipe("search", [f"data.train={qa}", "data.balance_by=level"]))
 
 
 def test_train_top_layers_stops_the_backward_pass_at_the_lowest_trainable_layer():

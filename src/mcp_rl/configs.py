@@ -153,6 +153,11 @@ class DataConfig(Section):
         default=False,
         description="Order training questions single-hop first (when the data has a `hops` column).",
     )
+    balance_by: str | None = Field(
+        default=None,
+        description="Train on as many rows of each value of this column as of the rarest one (e.g. hops: "
+        "as many two-hop questions as single-hop ones), drawn with `seed`; null = the rows as they are.",
+    )
 
 
 class ToolsConfig(Section):

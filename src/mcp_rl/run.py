@@ -69,15 +69,33 @@ def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
         raise ConfigError(f"trainer: {error}") from None
 
 
-def training_dataset(recipe: Recipe) -> Any:
-    """Train questions, shuffled with the recipe's seed; single-hop first when ``curriculum`` is on."""
-    dataset = load_split(recipe, "train").shuffle(seed=recipe.data.seed)
+def training_dataset(recipe: Recipe, *, seed: int | None = None, curriculum: bool | None = None) -> Any:
+    """Train questions, shuffled with the recipe's seed (or ``seed``), balanced by ``data.balance_by``;
+    single-hop first when ``data.curriculum`` (or ``curriculum``) is on."""
+    dataset = load_split(recipe, "train").shuffle(seed=recipe.data.seed if seed is None else seed)
+    if recipe.data.balance_by is not None:
+        dataset = balanced(dataset, recipe.data.balance_by)
     if recipe.data.train_limit is not None:
         dataset = dataset.select(range(min(recipe.data.train_limit, len(dataset))))
-    if recipe.data.curriculum and "hops" in dataset.column_names:
+    if (recipe.data.curriculum if curriculum is None else curriculum) and "hops" in dataset.column_names:
         hops = dataset["hops"]
         dataset = dataset.select(sorted(range(len(hops)), key=hops.__getitem__))  # stable: keeps the shuffle
     return dataset
+
+
+def balanced(dataset: Any, column: str) -> Any:
+    """As many rows of each value of ``column`` as the rarest value has, the values taking turns."""
+    if column not in dataset.column_names:
+        raise DataError(
+            f"data.balance_by: the training data has no column {column!r} "
+            f"(columns: {', '.join(dataset.column_names)})"
+        )
+    groups: dict[str, list[int]] = {}
+    for index, value in enumerate(dataset[column]):
+        groups.setdefault(json.dumps(value, sort_keys=True, default=str), []).append(index)
+    size = min(len(indices) for indices in groups.values())
+    # Taken in turns, so that any first N rows (a warm start's, a short run's) are balanced too.
+    return dataset.select([indices[i] for i in range(size) for indices in groups.values()])
 
 
 def peft_config(recipe: Recipe) -> Any:
@@ -189,7 +207,7 @@ def train(
 
 def run_warm_start(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPipeline, output: Path) -> None:
     """The recipe's supervised warm start on the trainer's model (under LoRA: its adapters), as step 0."""
-    rows = load_split(recipe, "train").shuffle(seed=recipe.warm_start.seed)
+    rows = training_dataset(recipe, seed=recipe.warm_start.seed, curriculum=False)  # a random draw
     with (output / "metrics.jsonl").open("a") as log:
 
         def write(line: dict[str, float]) -> None:
