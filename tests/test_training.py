@@ -191,12 +191,16 @@ def test_balance_by_takes_each_value_in_turns_as_often_as_the_rarest(tmp_path):
     ]
     qa = tmp_path / "qa.jsonl"
     qa.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    dataset = training_dataset(load_recipe("search", [f"data.train={qa}", "data.balance_by=hops"]))
+    dataset = training_dataset(
+        load_recipe("search", [f"data.train={qa}", "data.balance_by=hops", "data.curriculum=false"])
+    )
     assert len(dataset) == 6 and sorted(dataset["hops"]) == [1, 1, 1, 2, 2, 2]
     assert dataset["hops"][0::2] == [dataset["hops"][0]] * 3 and set(dataset["hops"][:2]) == {1, 2}
     assert len(set(dataset["id"])) == 6
     # Another seed draws other single-hop rows; the balance holds.
-    reseeded = training_dataset(load_recipe("search", [f"data.train={qa}", "data.balance_by=hops"]), seed=3)
+    reseeded = training_dataset(
+        load_recipe("search", [f"data.train={qa}", "data.balance_by=hops", "data.curriculum=false"]), seed=3
+    )
     assert sorted(reseeded["hops"]) == [1, 1, 1, 2, 2, 2]
     with pytest.raises(DataError, match=r"data\.balance_by: the training data has no column 'level'"):
         training_dataset(load_recipe("search", [f"data.train={qa}", "data.balance_by=level"]))

@@ -153,7 +153,9 @@ def test_a_recipe_builds_on_a_base_recipe(tmp_path: Path) -> None:
     multihop, search = load_recipe("search-multihop"), load_recipe("search")
     assert multihop.name == "search-multihop" and multihop.prompt == search.prompt
     assert multihop.rollout.max_turns == 4 and multihop.rollout.temperature == search.rollout.temperature
-    assert multihop.trainer["learning_rate"] == search.trainer["learning_rate"]
+    assert (
+        multihop.trainer["learning_rate"] == 3e-5 and multihop.trainer["beta"] == search.trainer["beta"] == 0
+    )
     assert multihop.warm_start.demonstrations.endswith("recipes/search_demonstrations.py:search_then_answer")
     (tmp_path / "a.yaml").write_text("base: b.yaml\n")
     (tmp_path / "b.yaml").write_text("base: a.yaml\n")
