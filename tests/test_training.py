@@ -14,7 +14,7 @@ import pytest
 import torch
 from conftest import ROOT, run_cli
 from safetensors.torch import load_file
-from tiny import tiny_search_settings
+from tiny import tiny_search_overrides as overrides
 from tiny_models import tiny_model_and_tokenizer
 from transformers import AutoModelForCausalLM
 
@@ -23,11 +23,6 @@ from mcp_rl.models import train_top_layers
 from mcp_rl.recipe import load_recipe
 from mcp_rl.run import grpo_config, training_dataset
 from mcp_rl.trainer import COMPLETE_MARKER, last_complete_checkpoint
-
-
-def overrides(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[str]:
-    settings = tiny_search_settings(model_dir, corpus, qa, **extra)
-    return [arg for setting in settings for arg in ("--set", setting)]
 
 
 def mcp_rl(*args: str) -> subprocess.CompletedProcess[str]:

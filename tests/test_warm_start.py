@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import run_cli
-from tiny import searching_pipeline, tiny_search_settings
+from tiny import searching_pipeline, tiny_search_overrides
 
 from mcp_rl.configs import Recipe, RewardSpec, WarmStartConfig
 from mcp_rl.errors import DataError, RecipeError
@@ -119,7 +119,7 @@ def test_a_few_steps_on_demonstrations_teach_them(pipeline, searching_tiny_model
 
 def test_train_runs_the_warm_start_before_grpo(tiny_model_dir, tiny_corpus, tiny_qa, tmp_path) -> None:
     out = tmp_path / "run"
-    settings = tiny_search_settings(
+    settings = tiny_search_overrides(
         tiny_model_dir,
         tiny_corpus,
         tiny_qa,
@@ -131,15 +131,7 @@ def test_train_runs_the_warm_start_before_grpo(tiny_model_dir, tiny_corpus, tiny
             "warm_start.learning_rate": 1e-3,
         },
     )
-    result = run_cli(
-        "train",
-        "--recipe",
-        "search",
-        "-o",
-        str(out),
-        *[a for s in settings for a in ("--set", s)],
-        timeout_s=300,
-    )
+    result = run_cli("train", "--recipe", "search", "-o", str(out), *settings, timeout_s=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warm start: 4 of 4 demonstrations kept" in result.stdout
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

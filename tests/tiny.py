@@ -253,6 +253,13 @@ def tiny_search_settings(model_dir: Path, corpus: Path, qa: Path, **extra: objec
     return [f"{key}={value}" for key, value in settings.items()]
 
 
+def tiny_search_overrides(model_dir: Path, corpus: Path, qa: Path, **extra: object) -> list[str]:
+    """``tiny_search_settings`` as ``mcp-rl`` command-line arguments (``--set KEY=VALUE`` each)."""
+    return [
+        arg for setting in tiny_search_settings(model_dir, corpus, qa, **extra) for arg in ("--set", setting)
+    ]
+
+
 def mask_runs(mask: list[int], ids: list[int]) -> list[tuple[int, list[int]]]:
     """Consecutive (mask value, token ids) runs of a trajectory: model turns (1) and observations (0)."""
     out: list[tuple[int, list[int]]] = []

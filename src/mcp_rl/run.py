@@ -215,9 +215,9 @@ def run_warm_start(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPip
 
         stats = warm_start(recipe, trainer.model, pipeline, rows, log=write)
         write(stats)
+    kept, played = stats["warm_start/kept"], stats["warm_start/played"]
     print(
-        f"warm start: {stats['warm_start/kept']:.0f} of {stats['warm_start/played']:.0f} demonstrations "
-        "kept, "
+        f"warm start: {kept:.0f} of {played:.0f} demonstrations kept, "
         f"loss {stats['warm_start/first_loss']:.3f} → {stats['warm_start/last_loss']:.3f} "
         f"in {stats['warm_start/wall_s']:.0f} s"
     )
