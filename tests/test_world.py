@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from mcp_rl.datasets import FILES, available_datasets, builtin_dataset_dir
-from mcp_rl.datasets.fictional import World, generate_world, main, write_world
+from mcp_rl.datasets.fictional import QA, World, generate_world, main, qa_record, questions, write_world
 from mcp_rl.datasets.fictional.passages import MAX_WORDS, MIN_WORDS
 
 
@@ -76,6 +77,35 @@ def test_every_answer_is_stated_in_its_passages(world: World) -> None:
             assert q.bridge in first.text, (q, first)
             assert last.title == q.bridge
         assert q.golden_answers[0] in last.contents, (q, last)
+
+
+def test_train_varied_phrases_the_training_questions_anew(world: World) -> None:
+    asks = {ask.template: ask for ask in questions.ALL_ASKS}
+
+    def phrasing(q: QA) -> str:
+        # The question with the name of the entity whose passage is read first taken out.
+        title = world.passage(q.supporting_ids[0]).title
+        assert title in q.question, q
+        return q.question.replace(title, "…")
+
+    def as_phrasings(templates: tuple[str, ...]) -> set[str]:
+        return {re.sub(r"\{e[.a-z]*\.name\}", "…", t) for t in templates}
+
+    shared = {t: as_phrasings(ask.phrasings) for t, ask in asks.items()}
+    extra = {t: as_phrasings(ask.training_phrasings) for t, ask in asks.items()}
+    assert all(extra.values()) and not any(shared[t] & extra[t] for t in asks)
+    for q in world.train + world.test:
+        assert phrasing(q) in shared[q.template], q
+    assert [qa_record(q) | {"question": ""} for q in world.train] == [
+        qa_record(q) | {"question": ""} for q in world.train_varied
+    ]
+    varied = [phrasing(q) in extra[q.template] for q in world.train_varied]
+    for q in world.train_varied:
+        assert phrasing(q) in shared[q.template] | extra[q.template], q
+    # Most training questions get a phrasing the test split never uses, single- and two-hop alike.
+    for hops in (1, 2):
+        mine = [v for v, q in zip(varied, world.train_varied, strict=True) if q.hops == hops]
+        assert sum(mine) > 0.6 * len(mine)
 
 
 def test_town_answers_are_unambiguous(world: World) -> None:

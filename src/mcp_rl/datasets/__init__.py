@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 DATASETS_DIR = Path(__file__).parent
-# The files of the fictional dataset: the Search-R1 corpus and the FlashRAG train/test questions.
-FILES = ("corpus.jsonl", "train.jsonl", "test.jsonl")
+# The files of the fictional dataset: the Search-R1 corpus and the FlashRAG train/test questions (and the
+# training questions phrased anew).
+FILES = ("corpus.jsonl", "train.jsonl", "train_varied.jsonl", "test.jsonl")
 # What a dataset's tool reads, in the order looked for: a search corpus, or a seed database.
 CORPUS_FILES = ("corpus.jsonl", "seed.db")
 

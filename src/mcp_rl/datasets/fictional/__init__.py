@@ -11,8 +11,10 @@ their sampling (:mod:`.questions`).
 
 Files (see :func:`write_world`): ``corpus.jsonl`` in the Search-R1 corpus format
 (``{"id", "contents": "\\"Title\\"\\ntext"}``) and ``train.jsonl`` / ``test.jsonl`` in the FlashRAG format
-(``{"id", "question", "golden_answers", "hops", "metadata"}``). Seed 0 with the default arguments is the
-copy shipped next to this file.
+(``{"id", "question", "golden_answers", "hops", "metadata"}``). ``train_varied.jsonl`` holds the same training
+questions, each phrased anew from a wider set of phrasings that the test split never uses (a recipe picks it
+with ``data.train_split: train_varied``). Seed 0 with the default arguments is the copy shipped next to this
+file.
 
 Command line: ``python -m mcp_rl.datasets.fictional --seed 0 --out DIR``.
 """
@@ -28,9 +30,14 @@ from pathlib import Path
 
 from mcp_rl.datasets.fictional.entities import build_entities
 from mcp_rl.datasets.fictional.passages import entity_passages
-from mcp_rl.datasets.fictional.questions import Candidate, candidates, sample_and_split
+from mcp_rl.datasets.fictional.questions import (
+    Candidate,
+    candidates,
+    sample_and_split,
+    vary_training_phrasings,
+)
 
-SPLITS = ("train", "test")
+SPLITS = ("train", "train_varied", "test")
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ class World:
     passages: list[Passage]
     train: list[QA]
     test: list[QA]
+    # The training questions phrased anew (:func:`.questions.vary_training_phrasings`).
+    train_varied: list[QA] = field(default_factory=list)
     config: dict[str, int | float] = field(default_factory=dict)
 
     def passage(self, pid: str) -> Passage:
@@ -73,7 +82,7 @@ class World:
     def split(self, name: str) -> list[QA]:
         if name not in SPLITS:
             raise ValueError(f"unknown split {name!r}; expected one of {SPLITS}")
-        return self.train if name == "train" else self.test
+        return {"train": self.train, "train_varied": self.train_varied, "test": self.test}[name]
 
 
 def generate_world(
@@ -108,12 +117,16 @@ def generate_world(
         passages.append(Passage(id=entity.pid, title=entity.name, text=text, kind=kind))
     single, double = candidates(rng, entities)
     train, test = sample_and_split(rng, single, double, n_train, n_test, two_hop_fraction)
+    # A generator of its own, so the files written before it existed stay as they were.
+    varied = vary_training_phrasings(random.Random(f"training phrasings {seed}"), train)
     config: dict[str, int | float] = {
         "n_people": n_people, "n_towns": n_towns, "n_rivers": n_rivers, "n_mountains": n_mountains,
         "n_orgs": n_orgs, "n_inventions": n_inventions, "n_events": n_events, "n_provinces": n_provinces,
         "n_train": n_train, "n_test": n_test, "two_hop_fraction": two_hop_fraction,
     }  # fmt: skip
-    return World(seed, passages, _to_qa("train", train), _to_qa("test", test), config)
+    return World(
+        seed, passages, _to_qa("train", train), _to_qa("test", test), _to_qa("train", varied), config
+    )
 
 
 def _to_qa(split: str, items: list[Candidate]) -> list[QA]:
@@ -150,7 +163,7 @@ def qa_record(qa: QA) -> dict[str, object]:
 
 
 def write_world(world: World, out_dir: str | Path) -> Path:
-    """Write ``corpus.jsonl``, ``train.jsonl`` and ``test.jsonl`` into ``out_dir`` (created if needed)."""
+    """Write ``corpus.jsonl`` and a ``.jsonl`` per split into ``out_dir`` (created if needed)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _dump(out / "corpus.jsonl", [{"id": p.id, "contents": p.contents} for p in world.passages])

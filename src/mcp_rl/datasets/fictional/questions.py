@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
 from mcp_rl.datasets.fictional.entities import (
@@ -37,6 +37,8 @@ class Candidate:
     answers: list[str]
     supporting_ids: list[str]
     bridge: str | None = None
+    # The entity asked about, to phrase the question again for training (:func:`vary_training_phrasings`).
+    subject: Entity | None = field(default=None, compare=False, repr=False)
 
 
 def _itself(e: Entity) -> tuple[Entity, ...]:
@@ -60,6 +62,10 @@ class Ask(Generic[E]):
     path: Callable[[E], tuple[Entity, ...]] = _itself
     # Whether ``e`` has the facts the question needs (not every person founded an organisation).
     when: Callable[[E], bool] = _always
+    # More phrasings for the ``train_varied`` split only, drawn together with ``phrasings`` by a generator
+    # of their own, so the other files stay as they were. A model trained on a few templates per question
+    # kind can key what it does on the template; these never reach the test split.
+    training_phrasings: tuple[str, ...] = ()
 
 
 # The answers a town, river, mountain or province is accepted under.
@@ -95,23 +101,44 @@ PERSON_ASKS: tuple[Ask[Person], ...] = (
             "What is the birthplace of {e.name}?",
         ),
         lambda p: _town(p.town),
+        training_phrasings=(
+            "{e.name} was born in which town?",
+            "Name the hometown of {e.name}.",
+            "What town was {e.name} born in?",
+            "Where does {e.name} come from?",
+        ),
     ),
     Ask(
         "person_birth_year",
         ("In which year was {e.name} born?", "When was {e.name} born?"),
         lambda p: [str(p.born)],
+        training_phrasings=(
+            "{e.name} was born in which year?",
+            "Give the birth year of {e.name}.",
+            "In what year was {e.name} born?",
+        ),
     ),
     Ask(
         "person_org",
         ("Which organisation did {e.name} found?", "What organisation was founded by {e.name}?"),
         lambda p: [_known(p.org).name],
         when=lambda p: p.org is not None,
+        training_phrasings=(
+            "{e.name} founded which organisation?",
+            "Name the organisation set up by {e.name}.",
+            "What organisation was started by {e.name}?",
+        ),
     ),
     Ask(
         "person_invention",
         ("What did {e.name} invent?",),
         lambda p: [_known(p.invention).name],
         when=lambda p: p.invention is not None,
+        training_phrasings=(
+            "{e.name} invented what?",
+            "Name the invention of {e.name}.",
+            "What is {e.name} known for inventing?",
+        ),
     ),
     Ask(
         "birthplace_river",
@@ -122,12 +149,24 @@ PERSON_ASKS: tuple[Ask[Person], ...] = (
         lambda p: _river(_known(p.town.river)),
         path=lambda p: (p, p.town),
         when=lambda p: p.town.river is not None,
+        training_phrasings=(
+            "{e.name} was born in a town on which river?",
+            "Name the river that runs through the hometown of {e.name}.",
+            "What river passes through the place {e.name} was born in?",
+            "The town {e.name} came from lies on which river?",
+        ),
     ),
     Ask(
         "birthplace_province",
         ("In which province is the town where {e.name} was born?", "In which province was {e.name} born?"),
         lambda p: _province(p.town),
         path=lambda p: (p, p.town),
+        training_phrasings=(
+            "{e.name}'s birthplace lies in which province?",
+            "Name the province of the town {e.name} was born in.",
+            "What province is the hometown of {e.name} in?",
+            "The town where {e.name} was born belongs to which province?",
+        ),
     ),
     Ask(
         "inventor_org",
@@ -136,6 +175,12 @@ PERSON_ASKS: tuple[Ask[Person], ...] = (
         # Read from the invention's passage first, but listed with the people: moving it would move its draw.
         path=lambda p: (_known(p.invention), p),
         when=lambda p: p.invention is not None and p.org is not None,
+        training_phrasings=(
+            "The person who invented the {e.invention.name} founded which organisation?",
+            "Name the organisation set up by whoever invented the {e.invention.name}.",
+            "What organisation did the {e.invention.name}'s inventor found?",
+            "Which organisation was started by the creator of the {e.invention.name}?",
+        ),
     ),
 )
 
@@ -145,16 +190,31 @@ TOWN_ASKS: tuple[Ask[Town], ...] = (
         ("Which river flows through {e.name}?",),
         lambda t: _river(_known(t.river)),
         when=lambda t: t.river is not None,
+        training_phrasings=(
+            "{e.name} lies on which river?",
+            "Name the river that runs through {e.name}.",
+            "What river passes through the town of {e.name}?",
+        ),
     ),
     Ask(
         "town_province",
         ("In which province is {e.name}?", "{e.name} is a town in which province?"),
         _province,
+        training_phrasings=(
+            "Name the province that {e.name} belongs to.",
+            "What province is {e.name} in?",
+            "The town of {e.name} lies in which province?",
+        ),
     ),
     Ask(
         "town_founded",
         ("In which year was {e.name} founded?", "When was the town of {e.name} founded?"),
         lambda t: [str(t.founded)],
+        training_phrasings=(
+            "{e.name} was founded in which year?",
+            "Give the year {e.name} was founded.",
+            "In what year was the town of {e.name} founded?",
+        ),
     ),
 )
 
@@ -164,6 +224,11 @@ RIVER_ASKS: tuple[Ask[River], ...] = (
         ("On which mountain does the {e.name} rise?", "On which mountain is the source of the {e.name}?"),
         lambda r: _mountain(_known(r.source)),
         when=lambda r: r.source is not None,
+        training_phrasings=(
+            "The {e.name} rises on which mountain?",
+            "Name the mountain where the {e.name} has its source.",
+            "What mountain does the {e.name} flow from?",
+        ),
     ),
     Ask(
         "river_source_climber",
@@ -171,6 +236,12 @@ RIVER_ASKS: tuple[Ask[River], ...] = (
         lambda r: [_known(_known(r.source).climber).name],
         path=lambda r: (r, _known(r.source)),
         when=lambda r: r.source is not None,
+        training_phrasings=(
+            "The {e.name} rises on a mountain; who climbed it first?",
+            "Name the first person to climb the mountain where the {e.name} has its source.",
+            "Who made the first ascent of the mountain the {e.name} flows from?",
+            "Which climber first reached the top of the {e.name}'s source mountain?",
+        ),
     ),
 )
 
@@ -179,28 +250,55 @@ MOUNTAIN_ASKS: tuple[Ask[Mountain], ...] = (
         "mountain_town",
         ("Near which town is {e.name}?", "{e.name} is near which town?"),
         lambda m: _town(m.town),
+        training_phrasings=(
+            "Name the town near {e.name}.",
+            "What town lies near {e.name}?",
+            "Which town is closest to {e.name}?",
+        ),
     ),
     Ask(
         "mountain_climber",
         ("Who first climbed {e.name}?", "Who made the first ascent of {e.name}?"),
         lambda m: [_known(m.climber).name],
+        training_phrasings=(
+            "Name the first person to climb {e.name}.",
+            "{e.name} was first climbed by whom?",
+            "Which climber first reached the top of {e.name}?",
+        ),
     ),
     Ask(
         "mountain_climb_year",
         ("In which year was {e.name} first climbed?", "When was the first ascent of {e.name}?"),
         lambda m: [str(m.climb_year)],
+        training_phrasings=(
+            "{e.name} was first climbed in which year?",
+            "Give the year of the first ascent of {e.name}.",
+            "In what year did someone first reach the top of {e.name}?",
+        ),
     ),
     Ask(
         "climber_birth_town",
         ("In which town was the first person to climb {e.name} born?",),
         lambda m: _town(_known(m.climber).town),
         path=lambda m: (m, _known(m.climber)),
+        training_phrasings=(
+            "Where was the first climber of {e.name} born?",
+            "{e.name} was first climbed by someone born in which town?",
+            "Name the hometown of the person who made the first ascent of {e.name}.",
+            "What town did the first person to reach the top of {e.name} come from?",
+        ),
     ),
     Ask(
         "climber_birth_year",
         ("In which year was the first person to climb {e.name} born?",),
         lambda m: [str(_known(m.climber).born)],
         path=lambda m: (m, _known(m.climber)),
+        training_phrasings=(
+            "When was the first climber of {e.name} born?",
+            "{e.name} was first climbed by someone born in which year?",
+            "Give the birth year of the person who made the first ascent of {e.name}.",
+            "In what year was the person who first reached the top of {e.name} born?",
+        ),
     ),
 )
 
@@ -210,16 +308,31 @@ ORG_ASKS: tuple[Ask[Org], ...] = (
         "org_founder",
         ("Who founded the {e.name}?", "Who was the founder of the {e.name}?"),
         lambda o: [o.founder.name],
+        training_phrasings=(
+            "The {e.name} was founded by whom?",
+            "Name the founder of the {e.name}.",
+            "Who set up the {e.name}?",
+        ),
     ),
     Ask(
         "org_year",
         ("In which year was the {e.name} founded?", "When was the {e.name} founded?"),
         lambda o: [str(o.founded)],
+        training_phrasings=(
+            "The {e.name} was founded in which year?",
+            "Give the year the {e.name} was founded.",
+            "In what year was the {e.name} set up?",
+        ),
     ),
     Ask(
         "org_hq",
         ("In which town is the {e.name} headquartered?", "Where are the headquarters of the {e.name}?"),
         lambda o: _town(o.town),
+        training_phrasings=(
+            "The {e.name} is based in which town?",
+            "Name the town where the {e.name} has its headquarters.",
+            "What town is home to the {e.name}?",
+        ),
     ),
     Ask(
         "founder_birth_year",
@@ -229,6 +342,12 @@ ORG_ASKS: tuple[Ask[Org], ...] = (
         ),
         lambda o: [str(o.founder.born)],
         path=lambda o: (o, o.founder),
+        training_phrasings=(
+            "The {e.name} was founded by someone born in which year?",
+            "Give the birth year of whoever founded the {e.name}.",
+            "In what year was the {e.name}'s founder born?",
+            "When was the person who set up the {e.name} born?",
+        ),
     ),
     Ask(
         "founder_birth_town",
@@ -238,12 +357,24 @@ ORG_ASKS: tuple[Ask[Org], ...] = (
         ),
         lambda o: _town(o.founder.town),
         path=lambda o: (o, o.founder),
+        training_phrasings=(
+            "The {e.name} was founded by someone born in which town?",
+            "Name the hometown of the person who set up the {e.name}.",
+            "What town was the {e.name}'s founder born in?",
+            "Where does the founder of the {e.name} come from?",
+        ),
     ),
     Ask(
         "org_hq_province",
         ("In which province is the {e.name} headquartered?",),
         lambda o: _province(o.town),
         path=lambda o: (o, o.town),
+        training_phrasings=(
+            "The {e.name} has its headquarters in which province?",
+            "Name the province where the {e.name} is based.",
+            "What province is the home town of the {e.name} in?",
+            "The town the {e.name} is based in belongs to which province?",
+        ),
     ),
     Ask(
         "org_hq_river",
@@ -251,28 +382,69 @@ ORG_ASKS: tuple[Ask[Org], ...] = (
         lambda o: _river(_known(o.town.river)),
         path=lambda o: (o, o.town),
         when=lambda o: o.town.river is not None,
+        training_phrasings=(
+            "The {e.name} is based in a town on which river?",
+            "Name the river that runs through the town where the {e.name} has its headquarters.",
+            "What river passes through the {e.name}'s home town?",
+            "Which river flows through the town that is home to the {e.name}?",
+        ),
     ),
 )
 
 INVENTION_ASKS: tuple[Ask[Invention], ...] = (
-    Ask("invention_inventor", ("Who invented the {e.name}?",), lambda i: [i.inventor.name]),
+    Ask(
+        "invention_inventor",
+        ("Who invented the {e.name}?",),
+        lambda i: [i.inventor.name],
+        training_phrasings=(
+            "The {e.name} was invented by whom?",
+            "Name the inventor of the {e.name}.",
+            "Who created the {e.name}?",
+        ),
+    ),
     Ask(
         "invention_year",
         ("In which year was the {e.name} invented?", "When was the {e.name} invented?"),
         lambda i: [str(i.year)],
+        training_phrasings=(
+            "The {e.name} was invented in which year?",
+            "Give the year the {e.name} was invented.",
+            "In what year was the {e.name} created?",
+        ),
     ),
-    Ask("invention_town", ("In which town was the {e.name} first demonstrated?",), lambda i: _town(i.town)),
+    Ask(
+        "invention_town",
+        ("In which town was the {e.name} first demonstrated?",),
+        lambda i: _town(i.town),
+        training_phrasings=(
+            "Where was the {e.name} first demonstrated?",
+            "Name the town where the {e.name} was first shown.",
+            "What town saw the first demonstration of the {e.name}?",
+        ),
+    ),
     Ask(
         "inventor_birth_town",
         ("In which town was the inventor of the {e.name} born?",),
         lambda i: _town(i.inventor.town),
         path=lambda i: (i, i.inventor),
+        training_phrasings=(
+            "Where was the inventor of the {e.name} born?",
+            "The {e.name} was invented by someone born in which town?",
+            "Name the hometown of the person who invented the {e.name}.",
+            "What town was the {e.name}'s inventor born in?",
+        ),
     ),
     Ask(
         "inventor_birth_year",
         ("In which year was the inventor of the {e.name} born?",),
         lambda i: [str(i.inventor.born)],
         path=lambda i: (i, i.inventor),
+        training_phrasings=(
+            "When was the inventor of the {e.name} born?",
+            "The {e.name} was invented by someone born in which year?",
+            "Give the birth year of whoever invented the {e.name}.",
+            "In what year was the {e.name}'s inventor born?",
+        ),
     ),
 )
 
@@ -281,24 +453,55 @@ EVENT_ASKS: tuple[Ask[Event], ...] = (
         "event_town",
         ("In which town was the {e.name} held?", "Where did the {e.name} take place?"),
         lambda e: _town(e.town),
+        training_phrasings=(
+            "The {e.name} was held in which town?",
+            "Name the town that hosted the {e.name}.",
+            "What town was the {e.name} held in?",
+        ),
     ),
     Ask(
         "event_year",
         ("In which year was the {e.name} held?", "When did the {e.name} take place?"),
         lambda e: [str(e.year)],
+        training_phrasings=(
+            "The {e.name} was held in which year?",
+            "Give the year of the {e.name}.",
+            "In what year did the {e.name} take place?",
+        ),
     ),
-    Ask("event_org", ("Which organisation organised the {e.name}?",), lambda e: [e.org.name]),
+    Ask(
+        "event_org",
+        ("Which organisation organised the {e.name}?",),
+        lambda e: [e.org.name],
+        training_phrasings=(
+            "The {e.name} was organised by which organisation?",
+            "Name the organisation behind the {e.name}.",
+            "What organisation runs the {e.name}?",
+        ),
+    ),
     Ask(
         "event_org_founder",
         ("Who founded the organisation that organised the {e.name}?",),
         lambda e: [e.org.founder.name],
         path=lambda e: (e, e.org),
+        training_phrasings=(
+            "The {e.name} was organised by an organisation founded by whom?",
+            "Name the founder of the organisation behind the {e.name}.",
+            "Who set up the organisation that runs the {e.name}?",
+            "Who was the founder of the group that organised the {e.name}?",
+        ),
     ),
     Ask(
         "event_org_hq",
         ("In which town is the organisation that organised the {e.name} headquartered?",),
         lambda e: _town(e.org.town),
         path=lambda e: (e, e.org),
+        training_phrasings=(
+            "Where is the organisation behind the {e.name} headquartered?",
+            "The {e.name} was organised by an organisation based in which town?",
+            "Name the home town of the organisation that organised the {e.name}.",
+            "What town is the organiser of the {e.name} based in?",
+        ),
     ),
     Ask(
         "event_town_river",
@@ -306,8 +509,16 @@ EVENT_ASKS: tuple[Ask[Event], ...] = (
         lambda e: _river(_known(e.town.river)),
         path=lambda e: (e, e.town),
         when=lambda e: e.town.river is not None,
+        training_phrasings=(
+            "The {e.name} was held in a town on which river?",
+            "Name the river that runs through the town where the {e.name} took place.",
+            "What river passes through the town that hosted the {e.name}?",
+            "Which river flows through the place where the {e.name} was held?",
+        ),
     ),
 )
+
+ALL_ASKS = PERSON_ASKS + TOWN_ASKS + RIVER_ASKS + MOUNTAIN_ASKS + ORG_ASKS + INVENTION_ASKS + EVENT_ASKS
 
 
 def candidates(
@@ -336,7 +547,7 @@ def candidates(
                 bridge = path[-1].name if len(path) == 2 else None
                 group = single if len(path) == 1 else double
                 group.setdefault(ask.template, []).append(
-                    Candidate(ask.template, question, ask.answers(e), [x.pid for x in path], bridge)
+                    Candidate(ask.template, question, ask.answers(e), [x.pid for x in path], bridge, e)
                 )
     return single, double
 
@@ -382,3 +593,24 @@ def sample_and_split(
     rng.shuffle(train_c)
 
     return train_c, test_c
+
+
+def vary_training_phrasings(rng: random.Random, train: list[Candidate]) -> list[Candidate]:
+    """``train`` with each question whose kind has training phrasings phrased anew, drawn from all of them."""
+    asks = {
+        ask.template: ask
+        for ask in PERSON_ASKS
+        + TOWN_ASKS
+        + RIVER_ASKS
+        + MOUNTAIN_ASKS
+        + ORG_ASKS
+        + INVENTION_ASKS
+        + EVENT_ASKS
+    }
+    varied = []
+    for c in train:
+        ask = asks[c.template]
+        if ask.training_phrasings and c.subject is not None:
+            c = replace(c, question=rng.choice(ask.phrasings + ask.training_phrasings).format(e=c.subject))
+        varied.append(c)
+    return varied
