@@ -36,9 +36,9 @@ class Candidate:
     question: str
     answers: list[str]
     supporting_ids: list[str]
-    bridge: str | None = None
     # The entity asked about, to phrase the question again for training (:func:`vary_training_phrasings`).
-    subject: Entity | None = field(default=None, compare=False, repr=False)
+    subject: Entity = field(compare=False, repr=False)
+    bridge: str | None = None
 
 
 def _itself(e: Entity) -> tuple[Entity, ...]:
@@ -518,7 +518,17 @@ EVENT_ASKS: tuple[Ask[Event], ...] = (
     ),
 )
 
-ALL_ASKS = PERSON_ASKS + TOWN_ASKS + RIVER_ASKS + MOUNTAIN_ASKS + ORG_ASKS + INVENTION_ASKS + EVENT_ASKS
+# Each table with the ``Entities`` field it asks about, in the order :func:`candidates` draws them.
+TABLES: tuple[tuple[str, tuple[Ask, ...]], ...] = (
+    ("people", PERSON_ASKS),
+    ("towns", TOWN_ASKS),
+    ("rivers", RIVER_ASKS),
+    ("mountains", MOUNTAIN_ASKS),
+    ("orgs", ORG_ASKS),
+    ("inventions", INVENTION_ASKS),
+    ("events", EVENT_ASKS),
+)
+ALL_ASKS = tuple(ask for _, asks in TABLES for ask in asks)
 
 
 def candidates(
@@ -527,16 +537,8 @@ def candidates(
     """All candidate questions, grouped by template: (single-hop, two-hop)."""
     single: dict[str, list[Candidate]] = {}
     double: dict[str, list[Candidate]] = {}
-    tables: tuple[tuple[Sequence[Entity], tuple[Ask, ...]], ...] = (
-        (w.people, PERSON_ASKS),
-        (w.towns, TOWN_ASKS),
-        (w.rivers, RIVER_ASKS),
-        (w.mountains, MOUNTAIN_ASKS),
-        (w.orgs, ORG_ASKS),
-        (w.inventions, INVENTION_ASKS),
-        (w.events, EVENT_ASKS),
-    )
-    for entities, asks in tables:
+    for field_name, asks in TABLES:
+        entities: Sequence[Entity] = getattr(w, field_name)
         for e in entities:
             for ask in asks:
                 if not ask.when(e):
@@ -547,7 +549,7 @@ def candidates(
                 bridge = path[-1].name if len(path) == 2 else None
                 group = single if len(path) == 1 else double
                 group.setdefault(ask.template, []).append(
-                    Candidate(ask.template, question, ask.answers(e), [x.pid for x in path], bridge, e)
+                    Candidate(ask.template, question, ask.answers(e), [x.pid for x in path], e, bridge)
                 )
     return single, double
 
@@ -597,20 +599,11 @@ def sample_and_split(
 
 def vary_training_phrasings(rng: random.Random, train: list[Candidate]) -> list[Candidate]:
     """``train`` with each question whose kind has training phrasings phrased anew, drawn from all of them."""
-    asks = {
-        ask.template: ask
-        for ask in PERSON_ASKS
-        + TOWN_ASKS
-        + RIVER_ASKS
-        + MOUNTAIN_ASKS
-        + ORG_ASKS
-        + INVENTION_ASKS
-        + EVENT_ASKS
-    }
+    asks = {ask.template: ask for ask in ALL_ASKS}
     varied = []
     for c in train:
         ask = asks[c.template]
-        if ask.training_phrasings and c.subject is not None:
+        if ask.training_phrasings:
             c = replace(c, question=rng.choice(ask.phrasings + ask.training_phrasings).format(e=c.subject))
         varied.append(c)
     return varied
