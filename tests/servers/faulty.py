@@ -2,9 +2,9 @@
 
 Each tool misbehaves in one way a real server can: it hangs, dies mid-call, closes its end of the
 connection, blocks its own event loop, answers with huge, deeply nested, binary, surrogate-laden or
-unknown-typed content, writes garbage or stray JSON-RPC to stdout, or spawns a child of its own. Runs over
-stdio or streamable HTTP, or in-process through ``build_server``. ``--silent`` starts a process that
-never answers ``initialize``.
+unknown-typed content, writes garbage or stray JSON-RPC to stdout, floods stderr, or spawns a child
+of its own. Runs over stdio or streamable HTTP, or in-process through ``build_server``. ``--silent``
+starts a process that never answers ``initialize``.
 """
 
 from __future__ import annotations
@@ -123,6 +123,14 @@ def build_server(name: str = "faulty") -> MCPServer:
         """Write JSON-RPC the client never asked for (an unknown id, a malformed message), then answer."""
         os.write(1, b'{"jsonrpc":"2.0","id":987654321,"result":{}}\n{"jsonrpc":"2.0","method":5}\n')
         return "after bad json-rpc"
+
+    @server.tool()
+    def stderr_flood(megabytes: int) -> str:
+        """Write ``megabytes`` MB of log lines to stderr as fast as the pipe takes them, then answer."""
+        line = b"flood " + b"." * 1017 + b"\n"  # 1 KB a line
+        for _ in range(megabytes * 1024):
+            os.write(2, line)
+        return f"flooded {megabytes} MB"
 
     @server.tool()
     def spawn_child() -> int:

@@ -21,14 +21,16 @@ from typing import Any, TextIO
 
 import anyio
 import httpx2
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client
 from mcp.types import Tool
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_rl.pool.http import streamable_http
 from mcp_rl.pool.launch import launched
 from mcp_rl.pool.listing import ToolListingFilter, skipping_invalid_tools
 from mcp_rl.pool.results import ToolPoolError, _describe
+from mcp_rl.pool.server_logs import StderrCapture, TextSink
+from mcp_rl.pool.stdio import stdio_server
 from mcp_rl.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
@@ -37,10 +39,13 @@ logger = logging.getLogger(__name__)
 class _Connection:
     """One server: its supervisor task, its live client and the calls in flight on it."""
 
-    def __init__(self, config: ServerConfig, errlog: TextIO, ping_interval_s: float) -> None:
+    def __init__(self, config: ServerConfig, errlog: TextSink, ping_interval_s: float) -> None:
         self.config = config
         self.listing = ToolListingFilter(config.name)  # tools the client would refuse, skipped
         self.errlog = errlog
+        # The running process's stderr (a drained pipe), and what it said when it failed to start.
+        self.stderr: StderrCapture | None = None
+        self.start_stderr = ""
         self.ping_interval_s = ping_interval_s
         self.limiter = anyio.CapacityLimiter(config.max_concurrency)
         self.client: Client | None = None
@@ -69,31 +74,27 @@ class _Connection:
             return Client(config.server)
         if config.url is not None:
             return Client(skipping_invalid_tools(self._http_transport(), self.listing))
-        params = StdioServerParameters(
-            command=config.command or "",
-            args=config.args,
+        transport = stdio_server(
+            config.command or "",
+            config.args,
             # Servers inherit our environment (caches, offline flags, tokens the user exported) as a
             # shell-launched child would; the config's env wins.
             env={**os.environ, **config.env, _TAG_VARIABLE: self.tag},
             cwd=config.cwd,
+            errlog=self._stderr_stream(),
+            name=config.name,
         )
-        return Client(skipping_invalid_tools(stdio_client(params, errlog=self.errlog), self.listing))
+        return Client(skipping_invalid_tools(transport, self.listing))
+
+    def _stderr_stream(self) -> TextIO:
+        assert self.stderr is not None, "supervise opens the stderr pipe before starting a process"
+        return self.stderr.stream
 
     @asynccontextmanager
     async def _http_transport(self) -> AsyncIterator[Any]:
-        # An explicit client: httpx defaults (a 30 s pool timeout, 100 connections) would cap concurrency
-        # and turn a slow tool into a confusing transport error.
-        limits = httpx2.Limits(max_connections=self.config.max_concurrency + 8, max_keepalive_connections=64)
-        timeout = httpx2.Timeout(self.config.connect_timeout_s, read=None)
         async with (
-            launched(self.config, self.errlog) if self.config.command else contextlib.nullcontext(),
-            httpx2.AsyncClient(
-                headers=self.config.headers,
-                timeout=timeout,
-                limits=limits,
-                event_hooks={"response": [self._note_http_status]},
-            ) as http,
-            streamable_http_client(self.config.url or "", http_client=http) as streams,
+            launched(self.config, self._stderr_stream()) if self.config.command else contextlib.nullcontext(),
+            streamable_http(self.config, on_response=self._note_http_status) as streams,
         ):
             yield streams
 
@@ -121,6 +122,8 @@ class _Connection:
         while not self.closing:
             self.http_status = None
             deadline = anyio.current_time() + self.config.connect_timeout_s
+            if self.config.command is not None and self.config.server is None:
+                self.stderr = StderrCapture(self.config.name, self.errlog, self.config.redact)
             try:
                 # One scope around the whole connection (anyio scopes must nest): its deadline bounds the
                 # start and handshake, and is lifted once the tools are listed.
@@ -152,6 +155,8 @@ class _Connection:
                 hint = self._http_error_hint()
                 if hint is not None:
                     self.last_error = f"{hint} ({self.last_error})"
+            finally:
+                await self._drain_stderr()
             self._drop()
             if self.connections == 0:
                 # The pool reports a server that never started as a start error; no reconnect follows.
@@ -164,6 +169,17 @@ class _Connection:
             )
             await anyio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+    async def _drain_stderr(self) -> None:
+        """Wait (briefly) until the ended process's stderr is all in the log; keep its telling lines if it
+        never started."""
+        if self.stderr is None:
+            return
+        capture, self.stderr = self.stderr, None
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(capture.wait, 2.0)
+        if self.connections == 0:
+            self.start_stderr = capture.summary()
 
     async def _stop_unanswering_server(self, watchdog: anyio.CancelScope, deadline: float) -> None:
         """At the start deadline, kill a stdio server that has not finished its handshake: the transport
@@ -185,12 +201,12 @@ class _Connection:
             if self.inflight:
                 # A busy server is not probed: its answer to the probe queues behind the replies it is
                 # writing (a 50 MB one takes longer than the probe's limit), and the calls in flight are
-                # health checks of their own: a dead connection fails them, a hung one times them out.
+                # health checks of their own: a dead connection fails them (a stdio reader that dies ends
+                # the stream, see `stdio.py`), a hung one times them out.
                 continue
             try:
                 with anyio.fail_after(max(5.0, self.ping_interval_s)):
-                    # `ping` is gone from the 2026-07-28 protocol; an uncached listing works on all of them.
-                    await client.list_tools(cache_mode="bypass")
+                    await probe(client)
             except Exception as error:
                 self.last_error = f"health check failed: {self.config.redact(_describe(error))}"
                 return
@@ -220,8 +236,11 @@ class _Connection:
             race.start_soon(wait, self.first_attempt_failed)
         if not self.ready.is_set():
             config = self.config
+            said = f"; its stderr ended: {self.start_stderr}" if self.start_stderr else ""
+            log = getattr(self.errlog, "path", None)  # a ServerLog: where the rest of it is
+            said += f" (all of it in {log})" if said and log is not None else ""
             raise ToolPoolError(
-                f"MCP server {config.name!r} ({config.describe()}) failed to start: {self.last_error}"
+                f"MCP server {config.name!r} ({config.describe()}) failed to start: {self.last_error}{said}"
             )
 
     async def wait_ready(self) -> Client:
@@ -232,6 +251,16 @@ class _Connection:
             if self.client is None or self.lost.is_set():
                 await anyio.sleep(0.01)
         return self.client
+
+
+async def probe(client: Client) -> None:
+    """A health check that costs the server next to nothing, whatever its tool count: ``ping``, or on a
+    2026-07-28 connection (which has no ``ping``) a ``server/discover`` at the negotiated version."""
+    version = client.protocol_version
+    if version in MODERN_PROTOCOL_VERSIONS:
+        await client.session.send_discover(version)
+    else:
+        await client.session.send_ping()
 
 
 async def _list_all_tools(client: Client) -> list[Tool]:
