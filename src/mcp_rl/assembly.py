@@ -6,11 +6,10 @@ rollout uses, so that reading and checking a recipe never imports the MCP client
 
 from __future__ import annotations
 
-from typing import TextIO
-
 from mcp_rl.configs import Recipe
 from mcp_rl.parsers import Parser, build_parser
 from mcp_rl.pool import BlockingToolPool
+from mcp_rl.pool.server_logs import TextSink
 
 __all__ = ["recipe_parser", "tool_pool"]
 
@@ -27,12 +26,13 @@ def recipe_parser(recipe: Recipe) -> Parser:
     return build_parser(recipe.parser.name, **recipe.parser.options)
 
 
-def tool_pool(recipe: Recipe, errlog: TextIO | None = None) -> BlockingToolPool:
+def tool_pool(recipe: Recipe, errlog: TextSink | None = None) -> BlockingToolPool:
     """A tool pool, not yet started, over the recipe's MCP servers and observation budget.
 
     Args:
         recipe: A loaded recipe; its ``tools.mcpServers`` may be empty (a pool without tools).
-        errlog: Where stdio servers' stderr goes; ``None`` means this process's stderr.
+        errlog: Where the servers' stderr lines go (a ``ServerLog``, see ``command_server_log``);
+            ``None`` means this process's stderr.
 
     Returns:
         A ``BlockingToolPool``: call ``start()`` or use it as a context manager.

@@ -14,6 +14,7 @@ traceback. Any other error is a bug or a failure deep inside training, and keeps
     mcp-rl rollout     --recipe NAME [--n 4] [--model CKPT]
     mcp-rl prompt      --recipe NAME [--row N] [--model PATH]
     mcp-rl init        (--config servers.json | --server 'command args') [--name NAME] [--dir DIR]
+                       [--tools a,b] [--model PATH] [--no-measure]
     mcp-rl view        RUN_DIR [EVAL_REPORT.json ...] [--port N | --out page.html]
 """
 
@@ -35,6 +36,7 @@ from mcp_rl.assembly import tool_pool
 from mcp_rl.configs import Recipe
 from mcp_rl.errors import ConfigError, ServerConfigError
 from mcp_rl.pool import BlockingToolPool, ToolPoolError, ToolSpec
+from mcp_rl.pool.server_logs import command_server_log
 from mcp_rl.recipe import describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
 from mcp_rl.server_config import load_mcp_servers_file
 
@@ -84,17 +86,25 @@ def _config_errors() -> Iterator[None]:
         _fail(str(error))
 
 
-def _tool_pool(recipe: str | None, config: str | None, overrides: list[str] | None) -> BlockingToolPool:
+@contextmanager
+def _tool_pool(
+    recipe: str | None, config: str | None, overrides: list[str] | None
+) -> Iterator[BlockingToolPool]:
+    """The started pool of ``--recipe`` or ``--config``; the servers' stderr goes to the tools log."""
     if (recipe is None) == (config is None):
         _fail("give exactly one of --recipe NAME or --config FILE.json")
     if config is not None:
         if overrides:
             _fail("--set overrides recipe fields; with --config, edit the JSON file instead")
-        return BlockingToolPool(load_mcp_servers_file(config))
+        servers = load_mcp_servers_file(config)
+        with command_server_log("tools") as errlog, BlockingToolPool(servers, errlog=errlog) as pool:
+            yield pool
+        return
     loaded = load_recipe(recipe or "", overrides or (), check_trainer=False)
     if not loaded.tools.mcpServers:
         _fail(f"recipe {loaded.name!r} sets up no MCP servers (tools.mcpServers is empty)")
-    return tool_pool(loaded)
+    with command_server_log("tools") as errlog, tool_pool(loaded, errlog) as pool:
+        yield pool
 
 
 # -- tools --------------------------------------------------------------------------------------------
@@ -351,9 +361,20 @@ def init(
     directory: Annotated[str, typer.Option("--dir", help="Where to write the files.")] = ".",
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per example call.")] = 10.0,
     force: Annotated[bool, typer.Option("--force", help="Replace files that exist.")] = False,
+    tools: Annotated[
+        str | None,
+        typer.Option("--tools", help="Only these tools, comma-separated (written as includeTools)."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The recipe's model (default: the recipe default).")
+    ] = None,
+    measure: Annotated[
+        bool, typer.Option("--measure/--no-measure", help="Time the prompt on the model (loads its weights).")
+    ] = True,
 ) -> None:
     """Write a starting recipe for MCP servers: connects, calls each tool once (where its schema gives
-    example arguments) for few-shot episodes, picks the parser, and writes template tasks."""
+    example arguments) for few-shot episodes, picks the parser, writes template tasks, and prints what the
+    prompt costs."""
     from mcp_rl.scaffold import scaffold, server_from_command
 
     if (config is None) == (server is None):
@@ -365,12 +386,28 @@ def init(
         else:
             servers = _servers_block(config or "")
         recipe_name = name or (next(iter(servers)) if len(servers) == 1 else Path(config or "").stem)
-        result = scaffold(servers, recipe_name, directory, timeout_s=timeout, overwrite=force)
+        chosen = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
+        result = scaffold(
+            servers,
+            recipe_name,
+            directory,
+            timeout_s=timeout,
+            overwrite=force,
+            tools=chosen,
+            model=model,
+            measure=measure,
+        )
     typer.echo(f"wrote {result.recipe_path} (parser {result.parser}) and {result.tasks_path}")
     for call in result.calls:
         typer.echo(f"  few-shot: {call.tool}({json.dumps(call.arguments, ensure_ascii=False)}) called")
     for tool, why in result.skipped.items():
         typer.echo(f"  few-shot: {tool} not called: {why}")
+    if result.rewards_path is not None:
+        typer.echo(f"  rewards: {result.rewards_path} checks the state an episode left; edit its check")
+    if result.cost is not None:
+        typer.echo(result.cost.line())
+    for warning in result.warnings:
+        typer.echo(f"warning: {warning}")
     typer.echo(f"next: mcp-rl prompt --recipe {result.recipe_path}")
 
 

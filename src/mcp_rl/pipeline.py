@@ -10,7 +10,7 @@ as a context manager: leaving it closes the pool and frees the generator.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import Any
 
 from mcp_rl.assembly import recipe_parser, tool_pool
 from mcp_rl.cached_generation import CachedTransformersGenerator
@@ -19,6 +19,8 @@ from mcp_rl.engine import RolloutEngine
 from mcp_rl.generation import Generator, TransformersGenerator
 from mcp_rl.parsers import Parser, build_parser
 from mcp_rl.pool import BlockingToolPool
+from mcp_rl.pool.server_logs import TextSink
+from mcp_rl.prompt_fit import check_prompt_fits, context_tokens
 from mcp_rl.prompts import PromptBuilder
 from mcp_rl.trajectory import Trajectory
 
@@ -64,7 +66,7 @@ class RolloutPipeline:
         model: Any,
         tokenizer: Any,
         *,
-        errlog: IO[str] | None = None,
+        errlog: TextSink | None = None,
         seed: int = 0,
         pool: BlockingToolPool | None = None,
         generator: Generator | None = None,
@@ -75,7 +77,7 @@ class RolloutPipeline:
         pool = pool or tool_pool(recipe, errlog).start()
         try:
             generator = generator or build_generator(recipe.rollout, model, tokenizer, seed=seed)
-            return cls(
+            pipeline = cls(
                 tokenizer,
                 generator,
                 pool=pool,
@@ -87,6 +89,12 @@ class RolloutPipeline:
             if owned:
                 pool.close()
             raise
+        try:  # before any episode runs: a prompt past the model's context is a configuration error
+            check_prompt_fits(pipeline.prompts, recipe.rollout, context_tokens(tokenizer, model))
+        except BaseException:
+            pipeline.close()
+            raise
+        return pipeline
 
     # -- the parts ------------------------------------------------------------------------------------
     @property
@@ -110,7 +118,7 @@ class RolloutPipeline:
 
     def rollout_rows(self, rows: Sequence[Mapping[str, Any]], *, greedy: bool = False) -> list[Trajectory]:
         """One episode per dataset row (``engine.rollout`` takes message lists, several samples each)."""
-        return self.engine.rollout([self.messages(row) for row in rows], greedy=greedy)
+        return self.engine.rollout([self.messages(row) for row in rows], greedy=greedy, rows=rows)
 
     def release(self, trajectories: Sequence[Trajectory]) -> None:
         """Stop the episodes' per-episode server instances once their rewards are computed (idempotent)."""
