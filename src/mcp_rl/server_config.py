@@ -9,7 +9,8 @@ Accepts the JSON shape MCP desktop clients use, pasted unchanged::
 
 plus a few optional per-server keys of our own (``timeout``, ``maxConcurrency``, ``retries``,
 ``retryLostCalls``, ``errorPattern``; ``scope``, ``setup`` and ``warm`` for a fresh instance per
-episode), and in-process ``MCPServer`` objects given from Python. ``${VAR}`` in ``args``, ``env``, ``cwd``,
+episode), Gemini CLI's ``includeTools``/``excludeTools`` to expose only some tools, and in-process
+``MCPServer`` objects given from Python. ``${VAR}`` in ``args``, ``env``, ``cwd``,
 ``url`` and ``headers`` is expanded from the environment, so secrets stay out of recipe files.
 ``uvx``/``uv``/``npx`` commands run as the server's README says (see ``server_env``).
 """
@@ -44,6 +45,11 @@ __all__ = [
 
 # A URL's password ("scheme://user:password@host") is hidden even when it was written out literally.
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]*@", re.IGNORECASE)
+# So is a query parameter named like a credential (?api_key=..., &token=..., &X-Amz-Signature=...).
+_QUERY_SECRET = re.compile(
+    r"([?&][^=&#\s]*(?:token|key|secret|passw|pwd|auth|signature|sig|credential|session)[^=&#\s]*=)[^&#\s]+",
+    re.IGNORECASE,
+)
 # Shorter expansions (a port, a flag) are not worth garbling every message that happens to contain them.
 _MIN_SECRET_CHARS = 4
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -57,6 +63,7 @@ _OUR_KEYS = {
     "retryLostCalls": ("retry_lost_calls", bool),
 }
 _EPISODE_KEYS = ("scope", "setup", "warm")
+_TOOL_LIST_KEYS = {"includeTools": "include_tools", "excludeTools": "exclude_tools"}
 
 
 @dataclass
@@ -103,11 +110,29 @@ class ServerConfig:
         default_factory=list,
         metadata={
             "help": "Per-episode set-up before the instance starts: [{copy: SRC, to: DEST}], DEST under "
-            "${episode.dir} (default: ${episode.dir}/<name of SRC>); SRC a file or a folder."
+            "${episode.dir} (default: ${episode.dir}/<name of SRC>); SRC a file or a folder. {column} in "
+            "SRC or DEST is that column of the episode's dataset row (e.g. copy: seeds/{task_id}), so each "
+            "task starts from its own seed; such instances start when their episode opens (no warm "
+            "spares), and the first one, started only to list the tools, skips those steps."
         },
     )
     warm: int = field(
         default=2, metadata={"help": "Per-episode instances started ahead, so episodes do not wait for one."}
+    )
+    include_tools: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "includeTools: only these of the server's tools reach the prompt and can be called (a "
+            "call to another comes back as an unknown-tool observation). The name and meaning are Gemini "
+            "CLI's, the one MCP client whose mcpServers entries have an allow-list, so its configs paste "
+            "unchanged; Claude Desktop and Cursor entries have none."
+        },
+    )
+    exclude_tools: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "excludeTools: these tools are withheld (Gemini CLI's name too); wins over includeTools."
+        },
     )
 
     @property
@@ -139,10 +164,13 @@ class ServerConfig:
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with each of ``secrets`` (longest first) and any URL password replaced by ``***``."""
+    """``text`` with each of ``secrets`` (longest first), any URL password and any credential-named query
+    value replaced by ``***``."""
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "***")
-    return _URL_PASSWORD.sub(r"\1***@", text)
+    if "://" not in text:  # the common case (a server's log line) skips both patterns
+        return text
+    return _QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
 
 
 def server_secrets(servers: Mapping[str, Any]) -> list[str]:
@@ -256,9 +284,10 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
             f"{where} must be an object with 'command' or 'url', got {type(entry).__name__}"
         )
     standard = ("command", "args", "env", "cwd", "url", "headers", "errorPattern")
-    unknown = set(entry) - set(standard) - set(_OUR_KEYS) - set(_EPISODE_KEYS) - _IGNORED_KEYS
+    ours = [*_OUR_KEYS, *_EPISODE_KEYS, *_TOOL_LIST_KEYS]
+    unknown = set(entry) - set(standard) - set(ours) - _IGNORED_KEYS
     if unknown:
-        known = ", ".join([*standard, *_OUR_KEYS, *_EPISODE_KEYS])
+        known = ", ".join([*standard, *ours])
         raise ServerConfigError(f"{where}: unknown field(s) {sorted(unknown)}; known fields: {known}")
     has_command, has_url = "command" in entry, "url" in entry
     if not (has_command or has_url):
@@ -310,6 +339,12 @@ def parse_server(name: str, entry: Any) -> ServerConfig:
             raise ServerConfigError(
                 f"{where}.errorPattern is not a valid regular expression ({error}); e.g. '^Error: '"
             ) from None
+    for key, attr in _TOOL_LIST_KEYS.items():
+        if key in entry:
+            names = entry[key]
+            if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+                raise ServerConfigError(f"{where}.{key} must be a list of tool names, e.g. [read_file]")
+            setattr(config, attr, list(names))
     _parse_episode_keys(config, entry, where)
     return config
 

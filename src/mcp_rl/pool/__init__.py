@@ -7,12 +7,13 @@ synchronous callers such as the trainer. Results and failure kinds live in ``res
 re-exports the public names, so ``from mcp_rl.pool import ...`` is the way to use it.
 """
 
-from mcp_rl.pool.blocking import BlockingToolPool, EpisodeTools
+from mcp_rl.pool.blocking import REWARD_RESULT_CHARS, BlockingToolPool, EpisodeTools
 from mcp_rl.pool.episodes import Episode
 from mcp_rl.pool.pool import ToolPool
 from mcp_rl.pool.results import FailureKind, ToolPoolError, ToolResult, ToolSpec, failed
 
 __all__ = [
+    "REWARD_RESULT_CHARS",
     "BlockingToolPool",
     "Episode",
     "EpisodeTools",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,15 @@ import anyio
 import anyio.from_thread
 
 from mcp_rl import bridge
-from mcp_rl.pool.episodes import Episode
+from mcp_rl.pool.episodes import Episode, EpisodeStartError
+from mcp_rl.pool.folders import exit_cleanly_on_sigterm
 from mcp_rl.pool.pool import ToolPool
 from mcp_rl.pool.results import ToolPoolError, ToolResult, ToolSpec
 from mcp_rl.server_config import ServerConfig
+
+# What a reward reads of a result: the whole of it, not the model's observation budget
+# (``tools.observation_chars``); this cap only keeps a runaway result from filling memory.
+REWARD_RESULT_CHARS = 1_000_000
 
 
 class BlockingToolPool:
@@ -39,6 +45,8 @@ class BlockingToolPool:
         return contextlib.nullcontext(bridge.portal())
 
     def start(self) -> BlockingToolPool:
+        if self.has_episode_servers:  # so that `timeout` or `kill` too removes the episodes' folders
+            exit_cleanly_on_sigterm()
         self._portal_cm = self._open_portal()
         self.portal = self._portal_cm.__enter__()
         self._pool_cm = self.portal.wrap_async_context_manager(self.pool)
@@ -78,8 +86,13 @@ class BlockingToolPool:
         *,
         timeout_s: float | None = None,
         episode: Episode | None = None,
+        budget_chars: int | None = None,
     ) -> ToolResult:
-        return self.run(lambda: self.pool.call(name, arguments, timeout_s=timeout_s, episode=episode))
+        return self.run(
+            lambda: self.pool.call(
+                name, arguments, timeout_s=timeout_s, episode=episode, budget_chars=budget_chars
+            )
+        )
 
     def call_many(
         self,
@@ -87,16 +100,67 @@ class BlockingToolPool:
         *,
         timeout_s: float | None = None,
         episodes: Sequence[Episode | None] | None = None,
+        budget_chars: int | None = None,
     ) -> list[ToolResult]:
-        return self.run(lambda: self.pool.call_many(calls, timeout_s=timeout_s, episodes=episodes))
+        return self.run(
+            lambda: self.pool.call_many(
+                calls, timeout_s=timeout_s, episodes=episodes, budget_chars=budget_chars
+            )
+        )
+
+    def submit_groups(
+        self,
+        groups: Sequence[
+            tuple[Sequence[tuple[str, Mapping[str, Any] | None]], Sequence[Episode | None] | None]
+        ],
+        *,
+        timeout_s: float | None = None,
+        budget_chars: int | None = None,
+    ) -> list[Future[list[ToolResult]]]:
+        """``call_many`` for each group of ``(calls, episodes)``, without waiting: one future per group, done
+        as soon as that group's calls are. All groups reach the pool's loop in one trip (a trip per group
+        waits for the loop each time, which a loop busy with results makes slow)."""
+        results: list[Future[list[ToolResult]]] = [Future() for _ in groups]
+
+        async def run_group(calls: Any, episodes: Any, result: Future[list[ToolResult]]) -> None:
+            if not result.set_running_or_notify_cancel():
+                return  # cancelled before it started
+            try:
+                result.set_result(
+                    await self.pool.call_many(
+                        calls, timeout_s=timeout_s, episodes=episodes, budget_chars=budget_chars
+                    )
+                )
+            except BaseException as error:  # the caller's to see, not the portal's
+                result.set_exception(error)
+                if not isinstance(error, Exception):
+                    raise
+
+        async def run_all() -> None:
+            async with anyio.create_task_group() as group:
+                for (calls, episodes), result in zip(groups, results, strict=True):
+                    group.start_soon(run_group, calls, episodes, result)
+
+        if self.portal is None:
+            raise ToolPoolError("the tool pool is not started")
+        self.portal.start_task_soon(run_all)
+        return results
 
     # -- episodes -------------------------------------------------------------------------------------
     @property
     def has_episode_servers(self) -> bool:
         return self.pool.has_episode_servers
 
-    def open_episodes(self, n: int) -> list[EpisodeTools]:
-        """The tools of ``n`` new episodes, each with fresh instances of the per-episode servers."""
+    def open_episodes(
+        self, n: int, rows: Sequence[Mapping[str, Any] | None] | None = None
+    ) -> list[EpisodeTools]:
+        """The tools of ``n`` new episodes, each with fresh instances of the per-episode servers, set up
+        for its dataset row (``rows``, one per episode) where a ``setup`` path names a column.
+
+        An episode whose instances fail to start is still returned, as a failed one (``EpisodeTools.error``
+        says why; its per-episode calls fail): the other episodes run."""
+        if rows is not None and len(rows) != n:
+            raise ValueError(f"open_episodes: {n} episodes but {len(rows)} rows")
         if not self.has_episode_servers:
             return [EpisodeTools(self, None) for _ in range(n)]
 
@@ -104,11 +168,19 @@ class BlockingToolPool:
             opened: list[Episode | None] = [None] * n
 
             async def open_one(index: int) -> None:
-                opened[index] = await self.pool.open_episode()
+                try:
+                    opened[index] = await self.pool.open_episode(rows[index] if rows is not None else None)
+                except EpisodeStartError as error:
+                    opened[index] = error.episode
 
-            async with anyio.create_task_group() as group:
-                for index in range(n):
-                    group.start_soon(open_one, index)
+            try:
+                async with anyio.create_task_group() as group:
+                    for index in range(n):
+                        group.start_soon(open_one, index)
+            except BaseException:  # a bug, or the caller gave up: the episodes opened so far end now
+                for episode in opened:
+                    self.pool.close_episode(episode)
+                raise
             return opened
 
         return [EpisodeTools(self, episode) for episode in self.run(open_all)]
@@ -140,7 +212,8 @@ class EpisodeTools:
     and this episode's own instances of the per-episode servers (``episode`` None when there are none).
 
     A reward that checks the state an episode left calls ``trajectory.tools.call(...)``: the instance is
-    kept alive until the episode's rewards are computed.
+    kept alive until the episode's rewards are computed. Its results are whole (up to
+    ``REWARD_RESULT_CHARS``), not cut to the model's observation budget.
     """
 
     def __init__(self, pool: BlockingToolPool, episode: Episode | None) -> None:
@@ -153,18 +226,28 @@ class EpisodeTools:
         return self.episode.dir if self.episode is not None else None
 
     @property
+    def error(self) -> str | None:
+        """Why the episode's per-episode instances could not be started, or None when they run."""
+        return self.episode.error if self.episode is not None else None
+
+    @property
     def tools(self) -> list[ToolSpec]:
         return self.pool.tools
 
     def call(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
     ) -> ToolResult:
-        return self.pool.call(name, arguments, timeout_s=timeout_s, episode=self.episode)
+        return self.pool.call(
+            name, arguments, timeout_s=timeout_s, episode=self.episode, budget_chars=REWARD_RESULT_CHARS
+        )
 
     def call_many(
         self, calls: Sequence[tuple[str, Mapping[str, Any] | None]], *, timeout_s: float | None = None
     ) -> list[ToolResult]:
-        return self.pool.call_many(calls, timeout_s=timeout_s, episodes=[self.episode] * len(calls))
+        episodes = [self.episode] * len(calls)
+        return self.pool.call_many(
+            calls, timeout_s=timeout_s, episodes=episodes, budget_chars=REWARD_RESULT_CHARS
+        )
 
     def close(self) -> None:
         self.pool.close_episodes([self])

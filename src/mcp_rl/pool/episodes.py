@@ -7,7 +7,12 @@ its own (``${episode.dir}``) after the entry's ``setup`` steps copied seed files
 episode's rewards are computed, then ``release`` stops its processes and removes the folder.
 
 Starting a server takes hundreds of milliseconds, so ``EpisodeServers`` keeps ``warm`` spare instances
-started ahead: ``acquire`` hands out a ready one and starts its replacement in the background.
+started ahead: ``acquire`` hands out a ready one and starts its replacement in the background. A ``setup``
+path that names a dataset column (``{task_id}``) is filled in from the episode's own row, so such
+instances are started when their episode opens, not ahead.
+
+An instance that fails to start fails its episode alone: ``acquire`` raises ``EpisodeStartError``, which
+carries the episode (its processes stopped, its folder removed) for the caller to hand on as a failed one.
 """
 
 from __future__ import annotations
@@ -16,18 +21,19 @@ import dataclasses
 import itertools
 import logging
 import os
+import re
 import shutil
-import tempfile
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
 import anyio.abc
 
 from mcp_rl.pool.connection import _Connection
+from mcp_rl.pool.folders import make_episode_folder, sweep_orphans
 from mcp_rl.pool.launch import free_port
 from mcp_rl.pool.results import ToolPoolError, _describe
 from mcp_rl.server_config import ServerConfig
@@ -35,6 +41,8 @@ from mcp_rl.server_config import ServerConfig
 logger = logging.getLogger(__name__)
 
 _ids = itertools.count()
+# `{column}` in a setup path, but not the `{episode.dir}` of `${episode.dir}`.
+_COLUMN = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class Episode:
@@ -49,6 +57,9 @@ class Episode:
         self._scopes: list[anyio.CancelScope] = []
         self._stopped: list[anyio.Event] = []
         self.released = False
+        # Why the episode's instances could not be started; its calls fail with this, and it scores as a
+        # failure (see the rollout engine).
+        self.error: str | None = None
 
     def __repr__(self) -> str:
         return f"Episode(id={self.id}, dir={str(self.dir)!r}, servers={sorted(self.connections)})"
@@ -75,11 +86,55 @@ def instance_config(config: ServerConfig, episode: Episode) -> ServerConfig:
     )
 
 
-def run_setup(config: ServerConfig, episode: Episode) -> None:
-    """Copy each ``setup`` step's seed file or folder into the episode's folder."""
+class EpisodeStartError(ToolPoolError):
+    """One episode's per-episode instances could not be started; ``episode`` is that episode, released."""
+
+    def __init__(self, message: str, episode: Episode) -> None:
+        super().__init__(message)
+        self.episode = episode
+
+
+def setup_columns(config: ServerConfig) -> set[str]:
+    """The dataset columns the server's ``setup`` paths name (``{task_id}``)."""
+    return {name for step in config.setup for value in step.values() for name in _COLUMN.findall(value)}
+
+
+def _fill_columns(value: str, row: Mapping[str, Any] | None, config: ServerConfig) -> str:
+    def cell(match: re.Match[str]) -> str:
+        column = match[1]
+        if row is None:
+            raise ToolPoolError(
+                f"MCP server {config.name!r}: setup names the column {{{column}}}, but this episode was "
+                "opened without its dataset row"
+            )
+        if column not in row:
+            raise ToolPoolError(
+                f"MCP server {config.name!r}: setup names the column {{{column}}}, which the row lacks "
+                f"(its columns: {', '.join(sorted(map(str, row)))})"
+            )
+        found = row[column]
+        if not isinstance(found, str | int) or isinstance(found, bool) or str(found) == "":
+            raise ToolPoolError(
+                f"MCP server {config.name!r}: setup column {{{column}}} must be a non-empty name or "
+                f"number to put in a path, got {found!r}"
+            )
+        return str(found)
+
+    return _COLUMN.sub(cell, value)
+
+
+def run_setup(
+    config: ServerConfig, episode: Episode, row: Mapping[str, Any] | None = None, *, probe: bool = False
+) -> None:
+    """Copy each ``setup`` step's seed file or folder into the episode's folder, ``{column}`` filled in
+    from ``row``. The ``probe`` (the instance started only to list the tools) has no row: it skips the
+    steps that name a column."""
     for step in config.setup:
-        source = Path(step["copy"]).expanduser()
-        target = Path(_substitute(step.get("to") or f"${{episode.dir}}/{source.name}", episode))
+        if probe and any(_COLUMN.search(value) for value in step.values()):
+            continue
+        source = Path(_fill_columns(step["copy"], row, config)).expanduser()
+        to = _fill_columns(step["to"], row, config) if step.get("to") else f"${{episode.dir}}/{source.name}"
+        target = Path(_substitute(to, episode))
         if not target.resolve().is_relative_to(episode.dir.resolve()):
             raise ToolPoolError(
                 f"MCP server {config.name!r}: setup copies to {target}, outside ${{episode.dir}}"
@@ -107,7 +162,9 @@ class EpisodeServers:
         self.errlog = errlog
         self.ping_interval_s = ping_interval_s
         self.root = root
-        self.warm = max((config.warm for config in self.configs), default=0)
+        self.row_columns = set().union(*(setup_columns(config) for config in self.configs))
+        # An instance whose seed depends on its row cannot be started before the row is known.
+        self.warm = 0 if self.row_columns else max((config.warm for config in self.configs), default=0)
         self.spares: deque[Episode] = deque()
         self.live: set[Episode] = set()
         self._stopping: set[Episode] = set()
@@ -127,29 +184,41 @@ class EpisodeServers:
 
     # -- lifetime -------------------------------------------------------------------------------------
     async def start(self, task_group: anyio.abc.TaskGroup) -> Episode:
-        """Start the first instance (its tools are the pool's; a failure is a start error) and the spares."""
+        """Start the first instance (its tools are the pool's; a failure is a start error) and the spares.
+
+        Episode folders that runs which died without cleaning up left behind are removed first."""
         self._task_group = task_group
-        first = await self._start_episode()
-        self.spares.append(first)
-        self._refill()
+        sweep_orphans(self.root)
+        first = await self._start_episode(probe=True)
+        if self.row_columns:
+            self.release_soon(first)  # set up without a row, it can serve no episode: its tools are listed
+        else:
+            self.spares.append(first)
+            self._refill()
         return first
 
     async def aclose(self) -> None:
         self._closed = True
-        for episode in [*self.spares, *self.live, *self._stopping]:
-            await self.release(episode)
+        # All at once: each stop may wait out a server's grace period, and a SIGTERM'd run has seconds.
+        async with anyio.create_task_group() as group:
+            for episode in {*self.spares, *self.live, *self._stopping}:
+                group.start_soon(self.release, episode)
         self.spares.clear()
 
     # -- episodes -------------------------------------------------------------------------------------
-    async def acquire(self) -> Episode:
-        """A ready instance set for one episode (a warm spare when there is one)."""
+    async def acquire(self, row: Mapping[str, Any] | None = None) -> Episode:
+        """A ready instance set for one episode (a warm spare when there is one), set up for its dataset
+        ``row`` where a ``setup`` path names a column. ``EpisodeStartError`` when it cannot start."""
         if self._closed:
             raise ToolPoolError("the tool pool is closed")
         if self.spares:
             episode = self.spares.popleft()
         else:
             async with self._starting:
-                episode = await self._start_episode()
+                episode = await self._start_episode(row)
+        if self._closed:  # the pool closed while this one started: nothing of it may outlive the pool
+            await self.release(episode)
+            raise ToolPoolError("the tool pool is closed")
         self.live.add(episode)
         self._refill()
         return episode
@@ -200,14 +269,13 @@ class EpisodeServers:
         else:
             self.spares.append(episode)
 
-    async def _start_episode(self) -> Episode:
+    async def _start_episode(self, row: Mapping[str, Any] | None = None, *, probe: bool = False) -> Episode:
         assert self._task_group is not None, "EpisodeServers.start first"
         started = time.perf_counter()
-        folder = Path(tempfile.mkdtemp(prefix="mcp-rl-episode-", dir=self.root))
-        episode = Episode(folder, next(_ids))
+        episode = Episode(make_episode_folder(self.root), next(_ids))
         try:
             for config in self.configs:
-                run_setup(config, episode)
+                run_setup(config, episode, row, probe=probe)
                 connection = _Connection(instance_config(config, episode), self.errlog, self.ping_interval_s)
                 episode.connections[config.name] = connection
                 scope, stopped = anyio.CancelScope(), anyio.Event()
@@ -220,9 +288,12 @@ class EpisodeServers:
             self.failed_starts += 1
             with anyio.CancelScope(shield=True):
                 await self.release(episode)
-            if isinstance(error, Exception) and not isinstance(error, ToolPoolError):
-                raise ToolPoolError(f"a per-episode server failed to start: {_describe(error)}") from None
-            raise
+            if not isinstance(error, Exception):
+                raise
+            if not isinstance(error, ToolPoolError):
+                error = ToolPoolError(f"a per-episode server failed to start: {_describe(error)}")
+            episode.error = str(error)
+            raise EpisodeStartError(str(error), episode) from None
         episode.spawn_s = time.perf_counter() - started
         self.spawn_s.append(episode.spawn_s)
         self.started += 1

@@ -14,7 +14,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import jsonschema
@@ -36,6 +36,7 @@ from mcp_rl.pool.results import (
     _matches_error_pattern,
     failed,
 )
+from mcp_rl.pool.server_logs import TextSink, redact_library_logs
 from mcp_rl.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
@@ -66,9 +67,11 @@ class ToolPool:
         *,
         observation_chars: int | None = 4000,
         ping_interval_s: float = 5.0,
-        errlog: TextIO | None = None,
+        errlog: TextSink | None = None,
     ) -> None:
         servers = list(servers)
+        # The SDK's and httpx2's own DEBUG records quote URLs and headers: hide these servers' secrets there.
+        redact_library_logs(secret for s in servers for secret in (*s.secrets, *s.headers.values()))
         names = [s.name for s in servers]
         if len(set(names)) != len(names):
             raise ToolPoolError(f"server names must be unique, got {names}")
@@ -82,6 +85,7 @@ class ToolPool:
         self._probe: Episode | None = None  # the first per-episode instance: its tools are the pool's
         self._tools: dict[str, ToolSpec] = {}
         self._by_origin: dict[tuple[str, str], ToolSpec] = {}  # (server, its own tool name) → the tool
+        self._withheld: dict[str, str] = {}  # a tool includeTools/excludeTools keeps out → its server
         self._validators: dict[str, Any] = {}
         self._stats: dict[str, _Stats] = {}
         self._reconnects_at_reset = dict.fromkeys(self._connections, 0)
@@ -99,13 +103,13 @@ class ToolPool:
                     waiting.start_soon(connection.wait_started)
             if self._episodes is not None:
                 self._probe = await self._episodes.start(self._task_group)
+            self._index_tools()
         except BaseException as error:
             await self.aclose()
             if isinstance(error, BaseExceptionGroup):
                 first = error.exceptions[0]
                 raise (first if isinstance(first, ToolPoolError) else error) from None
             raise
-        self._index_tools()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -133,14 +137,21 @@ class ToolPool:
         return [*self._connections.values(), *probe]
 
     def _index_tools(self) -> None:
-        owners: Counter[str] = Counter(
-            tool.name for connection in self._all_connections() for tool in connection.tools
-        )
+        exposed = [(c, _exposed_tools(c.config, c.tools)) for c in self._all_connections()]
+        # By name: `tool not in shown` compared pydantic models pairwise, quadratic in the tool count.
+        self._withheld = {
+            tool.name: c.config.name
+            for c, shown in exposed
+            for shown_names in [{t.name for t in shown}]
+            for tool in c.tools
+            if tool.name not in shown_names
+        }
+        owners: Counter[str] = Counter(tool.name for _, shown in exposed for tool in shown)
         # Unique tool names keep their own name; namespaced ones must not take any of them.
         taken = {name for name, count in owners.items() if count == 1}
-        self._tools, self._by_origin = {}, {}
-        for connection in self._all_connections():
-            for tool in connection.tools:
+        self._tools, self._by_origin, self._validators = {}, {}, {}
+        for connection, shown in exposed:
+            for tool in shown:
                 server = connection.config.name
                 name = tool.name if owners[tool.name] == 1 else _namespaced(server, tool.name, taken)
                 spec = ToolSpec(
@@ -151,9 +162,9 @@ class ToolPool:
                     input_schema=dict(tool.input_schema or {"type": "object"}),
                     output_schema=dict(tool.output_schema) if tool.output_schema else None,
                     idempotent=_declared_idempotent(tool),
+                    read_only=tool.annotations is not None and bool(tool.annotations.read_only_hint),
                 )
                 self._tools[name] = self._by_origin[(server, tool.name)] = spec
-                self._validators[name] = _validator(spec.input_schema)
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -168,9 +179,10 @@ class ToolPool:
     def has_episode_servers(self) -> bool:
         return self._episodes is not None
 
-    async def open_episode(self) -> Episode | None:
-        """Fresh instances of the per-episode servers for one episode (None when there are none)."""
-        return await self._episodes.acquire() if self._episodes is not None else None
+    async def open_episode(self, row: Mapping[str, Any] | None = None) -> Episode | None:
+        """Fresh instances of the per-episode servers for one episode (None when there are none), set up
+        for its dataset ``row`` (``{column}`` in ``setup``); ``EpisodeStartError`` when they cannot start."""
+        return await self._episodes.acquire(row) if self._episodes is not None else None
 
     def close_episode(self, episode: Episode | None) -> None:
         """End an episode once its rewards are computed: its calls fail from now on, and its instances are
@@ -194,6 +206,13 @@ class ToolPool:
         return None
 
     # -- calls ----------------------------------------------------------------------------------------
+    def _argument_validator(self, spec: ToolSpec) -> Any:
+        """The tool's argument validator, built at its first call: checking every schema of a server that
+        lists thousands of tools would hold up the start (and the event loop) for many seconds."""
+        if spec.name not in self._validators:
+            self._validators[spec.name] = _validator(spec.input_schema)
+        return self._validators[spec.name]
+
     async def call(
         self,
         name: str,
@@ -201,12 +220,15 @@ class ToolPool:
         *,
         timeout_s: float | None = None,
         episode: Episode | None = None,
+        budget_chars: int | None = None,
     ) -> ToolResult:
         """Call one tool (a per-episode server's on ``episode``'s instance). Never raises for the tool's or
-        the server's failures."""
+        the server's failures. ``budget_chars`` cuts the result's text instead of ``observation_chars``:
+        a reward checks the whole result, not what fits the model's budget."""
         arguments = dict(arguments or {})
+        budget = self.observation_chars if budget_chars is None else budget_chars
         try:
-            result = await self._call(name, arguments, timeout_s, episode)
+            result = await self._call(name, arguments, timeout_s, episode, budget)
         except Exception as error:
             # Whatever a server sends (or a bug of ours does with it) must end as one counted failure, not
             # an exception that would cancel the sibling calls of `call_many` and end the rollout.
@@ -216,45 +238,53 @@ class ToolPool:
         return result
 
     async def _call(
-        self, name: str, arguments: dict[str, Any], timeout_s: float | None, episode: Episode | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout_s: float | None,
+        episode: Episode | None,
+        budget: int | None,
     ) -> ToolResult:
         spec = self.resolve(name)
         if spec is None:
             available = ", ".join(sorted(self._tools)) or "none"
-            result = failed(
-                name, arguments, FailureKind.UNKNOWN_TOOL, f"no tool named {name!r}; available: {available}"
-            )
-            self._record(name, self._bounded(result))
+            server = self._withheld.get(name.rsplit("/", 1)[-1])
+            why = f"{name!r} is not enabled for this task" if server else f"no tool named {name!r}"
+            result = failed(name, arguments, FailureKind.UNKNOWN_TOOL, f"{why}; available: {available}")
+            self._record(name, self._bounded(result, budget))
             return result
-        problem = _unsendable(arguments) or _argument_problem(self._validators.get(spec.name), arguments)
+        problem = _unsendable(arguments) or _argument_problem(self._argument_validator(spec), arguments)
         if problem is not None:
             result = failed(spec.name, arguments, FailureKind.BAD_ARGUMENTS, f"{spec.name}: {problem}")
-            self._record(spec.name, self._bounded(result))
+            self._record(spec.name, self._bounded(result, budget))
             return result
         connection = self._connections.get(spec.server)
         if connection is None:  # a per-episode server
             if episode is None or episode.released:
+                why = "call it within an open episode"
+                if episode is not None and episode.error is not None:
+                    why = f"this episode's instance failed to start ({episode.error})"
                 result = failed(
                     spec.name,
                     arguments,
                     FailureKind.UNAVAILABLE,
-                    f"{spec.name} belongs to a per-episode server: call it within an open episode",
+                    f"{spec.name} belongs to a per-episode server: {why}",
                 )
-                self._record(spec.name, self._bounded(result))
+                self._record(spec.name, self._bounded(result, budget))
                 return result
             connection = episode.connections[spec.server]
         timeout_s = connection.config.timeout_s if timeout_s is None else timeout_s
         started = time.perf_counter()
-        result = await self._call_with_retries(connection, spec, arguments, timeout_s)
+        result = await self._call_with_retries(connection, spec, arguments, timeout_s, budget)
         result.latency_s = time.perf_counter() - started
-        self._record(spec.name, self._bounded(result))
+        self._record(spec.name, self._bounded(result, budget))
         return result
 
-    def _bounded(self, result: ToolResult) -> ToolResult:
+    def _bounded(self, result: ToolResult, budget: int | None) -> ToolResult:
         """Hold a failure's text to the observation budget too: error text from a server (a validation
         error listing a thousand bad blocks, say) is tokenized and stored like any observation."""
         if result.failure is not None:
-            result.text = valid_unicode(truncate(result.text, self.observation_chars))
+            result.text = valid_unicode(truncate(result.text, budget))
         return result
 
     async def call_many(
@@ -263,14 +293,18 @@ class ToolPool:
         *,
         timeout_s: float | None = None,
         episodes: Sequence[Episode | None] | None = None,
+        budget_chars: int | None = None,
     ) -> list[ToolResult]:
         """Call all ``(name, arguments)`` pairs concurrently (each on its episode's instances, when
-        ``episodes`` gives one per call); results come back in the same order."""
+        ``episodes`` gives one per call); results come back in the same order. ``budget_chars``: as for
+        ``call``."""
         results: list[ToolResult | None] = [None] * len(calls)
         owners = list(episodes) if episodes is not None else [None] * len(calls)
 
         async def run(index: int, name: str, arguments: Mapping[str, Any] | None) -> None:
-            results[index] = await self.call(name, arguments, timeout_s=timeout_s, episode=owners[index])
+            results[index] = await self.call(
+                name, arguments, timeout_s=timeout_s, episode=owners[index], budget_chars=budget_chars
+            )
 
         async with anyio.create_task_group() as group:
             for index, (name, arguments) in enumerate(calls):
@@ -278,7 +312,12 @@ class ToolPool:
         return [r for r in results if r is not None]
 
     async def _call_with_retries(
-        self, connection: _Connection, spec: ToolSpec, arguments: dict[str, Any], timeout_s: float
+        self,
+        connection: _Connection,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        timeout_s: float,
+        budget: int | None,
     ) -> ToolResult:
         attempts = 0
         deadline = anyio.current_time() + timeout_s
@@ -307,7 +346,7 @@ class ToolPool:
                         f"server {spec.server!r} is not connected ({connection.last_error})",
                         attempts=attempts,
                     )
-                result = await self._call_once(connection, client, spec, arguments, deadline)
+                result = await self._call_once(connection, client, spec, arguments, deadline, budget)
                 result.attempts = attempts
                 if not _retry_lost(result, spec, connection.config, attempts):
                     return result
@@ -321,6 +360,7 @@ class ToolPool:
         spec: ToolSpec,
         arguments: dict[str, Any],
         deadline: float,
+        budget: int | None,
     ) -> ToolResult:
         # One scope serves both ends: its deadline is the timeout, and the supervisor cancels it (after taking
         # it out of `inflight`) when the connection drops.
@@ -357,7 +397,7 @@ class ToolPool:
                 text = render_result(outcome, None)
                 kind = _classify_error_result(text)
                 return ToolResult(spec.name, arguments, f"Error ({kind}): {text}", failure=kind)
-            text = render_result(outcome, self.observation_chars)
+            text = render_result(outcome, budget)
             if _matches_error_pattern(connection.config, text):
                 # The server said "Error: ..." as plain text (errorPattern): a failure in the metrics, while
                 # the model reads the server's own words.
@@ -428,6 +468,21 @@ class ToolPool:
             self._stats = {}
             self._reconnects_at_reset = {name: c.reconnects for name, c in self._connections.items()}
         return out
+
+
+def _exposed_tools(config: ServerConfig, tools: Sequence[Tool]) -> list[Tool]:
+    """The server's tools its ``includeTools``/``excludeTools`` let the model see and call; a name in
+    either list that the server does not have is an error, since a typo would silently change the task."""
+    listed = {tool.name for tool in tools}
+    for key, names in (("includeTools", config.include_tools or []), ("excludeTools", config.exclude_tools)):
+        missing = [n for n in names if n not in listed]
+        if missing:
+            raise ToolPoolError(
+                f"mcpServers.{config.name}.{key}: the server has no tool(s) {', '.join(missing)}; "
+                f"its tools: {', '.join(sorted(listed)) or 'none'}"
+            )
+    allowed = listed if config.include_tools is None else set(config.include_tools)
+    return [t for t in tools if t.name in allowed and t.name not in config.exclude_tools]
 
 
 def _declared_idempotent(tool: Tool) -> bool:

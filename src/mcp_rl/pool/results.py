@@ -39,6 +39,8 @@ class ToolSpec:
     # The server declares the tool idempotent or read-only (MCP annotations): a call lost in flight may
     # be sent again without the risk of doing its work twice.
     idempotent: bool = False
+    # The server declares that the tool changes nothing (readOnlyHint): no fresh instance per episode needed.
+    read_only: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """MCP's shape, for prompts and parsers."""
