@@ -314,6 +314,54 @@ def test_yaml_alias_bombs_and_unreadable_files_are_refused_before_anything_runs(
         load_recipe(str(path))
 
 
+def _aliased_args(text: str, copies: int) -> str:
+    """A recipe whose one server's args are ``copies`` aliases of one string ``text``."""
+    args = ", ".join(["*long"] * copies)
+    return f"description: &long {text}\ntools: {{mcpServers: {{s: {{command: python, args: [{args}]}}}}}}\n"
+
+
+def test_a_long_string_aliased_or_referenced_many_times_is_refused_by_its_size(tmp_path: Path) -> None:
+    # Issue 24 item 5: few values, each a long string. Sizes here stay harmless even if the check broke.
+    long_text = "x" * 100_000
+    path = tmp_path / "long.yaml"
+    path.write_text(_aliased_args(long_text, 20))
+    with raises_one_line("long.yaml: tools.mcpServers.s.args: its YAML aliases expand to more than 1,000,"):
+        load_recipe(str(path))
+    path.write_text(_aliased_args(long_text, 5))  # within the bound, aliases still work
+    assert load_recipe(str(path)).tools.mcpServers["s"]["args"] == [long_text] * 5
+    references = {"prompt": {"system": long_text}, "tools": {"mcpServers": {"s": {"command": "python"}}}}
+    references["tools"]["mcpServers"]["s"]["args"] = [" ".join(["${prompt.system}"] * 20)]
+    with raises_one_line("tools.mcpServers.s.args[0]: its ${...} references expand the recipe past 1,000"):
+        recipe_from_dict(references)
+
+
+def test_the_issue_sized_alias_bomb_is_one_line_and_writes_nothing_under_a_memory_cap(tmp_path: Path) -> None:
+    # The recipe of issue 24 item 5: a 930 KB string aliased 9,000 times (8.4 GB expanded) in a file under
+    # the 1 MB bound; `mcp-rl train` had hit MemoryError under a 3 GB cap in the server's describe().
+    import resource
+    import subprocess
+
+    def cap_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, 3 * 1024**3))
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(_aliased_args("x" * 930_000, 9_000))
+    assert path.stat().st_size < 1_000_000
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_rl.cli", "train", "--recipe", str(path), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        preexec_fn=cap_memory,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert "tools.mcpServers.s.args: its YAML aliases expand to more than 1,000,000 characters" in lines[0]
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["bomb.yaml"]
+
+
 def test_missing_or_unknown_recipes(tmp_path: Path) -> None:
     with raises_one_line(f"{tmp_path / 'nope.yaml'}: no such recipe file"):
         load_recipe(str(tmp_path / "nope.yaml"))

@@ -8,7 +8,10 @@ Sources, tried in this order by :func:`load_qa`:
    folder the split picks ``<split>.jsonl`` (then ``.parquet``, ``.json``, ``.csv``) when there is one, else
    every data file named ``<split>-*``/``<split>_*`` or inside a ``<split>/`` subfolder, formats mixed;
 3. a dataset id on the Hugging Face hub, through ``datasets.load_dataset`` (only when the source does not
-   look like a local path).
+   look like a local path, and after one quick request that the hub is reachable and has it, so a name
+   that is neither fails at once instead of after ``datasets``' network retries).
+
+A recipe's relative paths are already absolute here, resolved against its folder (``mcp_rl.recipe_paths``).
 
 What comes back depends on the rows (judged per file, on its first row):
 
@@ -44,8 +47,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mcp_rl.answers import ANSWER_COLUMNS, golden_list
+from mcp_rl.configs import did_you_mean
 from mcp_rl.datasets import available_datasets, builtin_dataset_dir, is_eval_only
 from mcp_rl.errors import DataError
+from mcp_rl.recipe_paths import DATA_SUFFIXES, looks_like_local_path
 
 if TYPE_CHECKING:
     from mcp_rl.configs import Recipe
@@ -56,20 +61,30 @@ SEARCH_R1_FORMAT = (
     '"reward_model": {"style", "ground_truth": {"target": [answers]}}, "extra_info": {"split", "index"}}'
 )
 QUESTION_MARKER = "Question:"
-DATA_SUFFIXES = (".jsonl", ".parquet", ".json", ".csv")  # a folder's <split>.<suffix> is looked for in order
 # Built-in rewards that compare the final answer with the golden answers (and fail without them).
 ANSWER_REWARDS = ("exact_match", "f1", "answer_retrieved")
 _SEARCH_R1_DROPPED = ("prompt", "reward_model", "extra_info")
+# One request to ask the hub whether a dataset exists: a hub that does not answer in this long is unreachable.
+HUB_PROBE_TIMEOUT_S = 10.0
+# The hub's rule for a repository id: ``name`` or ``owner/name``, letters, digits and -_. (not at the ends).
+_HUB_NAME = r"[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9])?"
+_HUB_ID = re.compile(rf"^(?:{_HUB_NAME}/)?{_HUB_NAME}$")
 
 
 def load_qa(
-    source: str, split: str = "train", limit: int | None = None, *, answer_column: str | None = None
+    source: str,
+    split: str = "train",
+    limit: int | None = None,
+    *,
+    answer_column: str | None = None,
+    field: str | None = None,
 ) -> datasets.Dataset:
     """Load task rows: QA formats converted (see the module doc), any other columns as they are.
 
     ``split`` picks the file(s) of a built-in dataset or a local folder, or the hub split; a single local file
     is taken whole. ``limit`` keeps the first ``limit`` rows. ``answer_column`` names the column holding the
     reference answer(s) (default: the first of ``golden_answers``, ``answers``, ``answer`` present).
+    ``field`` (e.g. ``data.train``) starts the message when the source is found nowhere.
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
@@ -86,13 +101,16 @@ def load_qa(
     if path.exists():
         files = _split_files(path, split, source) if path.is_dir() else [path]
         return _load_files(files, split, limit, answer_column)
-    if _looks_like_path(source):
+    prefix = f"{field}: " if field else ""
+    if looks_like_local_path(source):
         raise DataError(
-            f"dataset file or folder not found: {source!r}. Expected a built-in name "
+            f"{prefix}dataset file or folder not found: {source!r}. Expected a built-in name "
             f"({', '.join(available_datasets()) or 'none'}), a .jsonl/.json/.csv/.parquet file, "
             "a folder with <split>.jsonl/.parquet/.csv, or a hub dataset id."
         )
-    return _load_hub(source, split, limit, answer_column)
+    found_nowhere = _found_nowhere(source, prefix)
+    _check_hub_dataset(source, found_nowhere)
+    return _load_hub(source, split, limit, answer_column, found_nowhere)
 
 
 def load_split(
@@ -102,7 +120,8 @@ def load_split(
     data = recipe.data
     source = data.train if part == "train" else (data.eval or data.train)
     default_split = data.train_split if part == "train" else data.eval_split
-    return load_qa(source, split or default_split, limit, answer_column=data.answer_column)
+    field = "data.train" if source is data.train else "data.eval"
+    return load_qa(source, split or default_split, limit, answer_column=data.answer_column, field=field)
 
 
 def template_fields(template: str) -> list[str]:
@@ -168,18 +187,6 @@ def question_from_prompt(content: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-
-
-def _looks_like_path(source: str) -> bool:
-    # Hub ids are "name" or "owner/name"; anything with a file suffix, a leading "." / "~" / "/" or more than
-    # one "/" can only be meant as a local path.
-    suffix = Path(source).suffix.lower()
-    return (
-        suffix in DATA_SUFFIXES
-        or source.startswith((".", "~", "/"))
-        or source.count("/") > 1
-        or "\\" in source
-    )
 
 
 def _data_files(folder: Path) -> list[Path]:
@@ -262,14 +269,51 @@ def _read_json_rows(path: Path, limit: int | None) -> list[dict[str, Any]]:
     return rows
 
 
-def _load_hub(source: str, split: str, limit: int | None, answer_column: str | None) -> datasets.Dataset:
+def _found_nowhere(source: str, prefix: str) -> str:
+    names = available_datasets()
+    return (
+        f"{prefix}{source!r} is no file or folder, nor a built-in dataset{did_you_mean(source, names)} "
+        f"(built-in: {', '.join(names) or 'none'})"
+    )
+
+
+def _check_hub_dataset(source: str, not_local: str) -> None:
+    """Fail at once, in one line, for a source that is no hub id, a hub that does not answer, or a dataset
+    it does not have. Offline mode (``HF_HUB_OFFLINE``) skips the request: ``datasets`` reads its cache."""
+    if not _HUB_ID.match(source):
+        raise DataError(f"{not_local}, nor a Hugging Face hub dataset id (name or owner/name)")
+    if datasets.config.HF_HUB_OFFLINE:
+        return
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        HfApi().dataset_info(source, timeout=HUB_PROBE_TIMEOUT_S)
+    except GatedRepoError:
+        return  # it exists: datasets.load_dataset says what access it needs
+    except RepositoryNotFoundError:
+        raise DataError(
+            f"{not_local}, and the Hugging Face hub has no dataset {source!r} (a private one needs "
+            "`hf auth login`)"
+        ) from None
+    except Exception as error:  # a refused connection, a timeout, a proxy's answer: the hub is not reachable
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        raise DataError(
+            f"{not_local}, and the Hugging Face hub is not reachable to look it up ({reason}); "
+            "if it is in the local cache, set HF_HUB_OFFLINE=1 to load it from there"
+        ) from None
+
+
+def _load_hub(
+    source: str, split: str, limit: int | None, answer_column: str | None, not_local: str
+) -> datasets.Dataset:
     try:
         ds = datasets.load_dataset(source, split=split)
     except Exception as err:
+        offline = " (HF_HUB_OFFLINE is set: the cache only)" if datasets.config.HF_HUB_OFFLINE else ""
         raise DataError(
-            f"{source!r} is not a built-in dataset ({', '.join(available_datasets()) or 'none'}) nor an "
-            f"existing local path, and loading it from the Hugging Face hub failed (is a hub reachable from "
-            f"here?): {type(err).__name__}: {err}"
+            f"{not_local}, and loading it from the Hugging Face hub failed{offline}: "
+            f"{type(err).__name__}: {err}"
         ) from err
     if not isinstance(ds, datasets.Dataset):
         raise DataError(f"hub dataset {source!r} split {split!r} did not load as a single Dataset")

@@ -1,10 +1,12 @@
 """Recipes: YAML files that fill the pydantic models of ``mcp_rl.configs``, checked field by field.
 
 A recipe is found by name (``search``) in the package's ``recipes`` folder or the source checkout's, or
-given as a path to a ``.yaml`` file. Loading goes: read → ``--set`` overrides on the raw mapping (so a bad
-override is reported like a bad file) → pydantic validation of types and bounds → ``trainer`` keys against
-``trl.GRPOConfig`` → checks across fields → built-in corpus names become paths → ``${section.field}``
-interpolation → the ``mcpServers`` entries are parsed. Every failure is a ``RecipeError`` whose one-line
+given as a path to a ``.yaml`` file. Loading goes: read (aliases bounded in count and in text) → relative
+paths made absolute against the file's folder (``mcp_rl.recipe_paths``) → ``--set`` overrides on the raw
+mapping (so a bad override is reported like a bad file; their paths against the working directory) →
+pydantic validation of types and bounds → ``trainer`` keys against ``trl.GRPOConfig`` → checks across fields
+→ built-in corpus names become paths → ``${section.field}`` interpolation (bounded in text) → the
+``mcpServers`` entries are parsed. Every failure is a ``RecipeError`` whose one-line
 message names the field and the fix; pydantic's errors are reworded into that form.
 """
 
@@ -37,6 +39,7 @@ from mcp_rl.configs import (
     validate_config,
 )
 from mcp_rl.errors import RecipeError
+from mcp_rl.recipe_paths import anchored_paths
 
 __all__ = [
     "RecipeError",
@@ -126,15 +129,14 @@ def load_recipe(name_or_path: str, overrides: Sequence[str] = (), *, check_train
     seconds, for callers that never train (``mcp-rl tools``).
     """
     path = find_recipe(name_or_path)
-    return recipe_from_dict(
-        _read_with_base(path), overrides, name=path.stem, check_trainer=check_trainer, base_dir=path.parent
-    )
+    return _recipe_from_anchored(_read_with_base(path), overrides, path.stem, check_trainer)
 
 
 def _read_with_base(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """A recipe file; with ``base: NAME`` (a recipe name, or a path relative to this file), that recipe's
-    settings first and this file's over them: mappings merge key by key, anything else is replaced."""
-    raw = _read_yaml(path)
+    settings first and this file's over them: mappings merge key by key, anything else is replaced.
+    Each file's relative paths resolve against its own folder (``mcp_rl.recipe_paths``)."""
+    raw = anchored_paths(_read_yaml(path), path.parent.resolve())
     base = raw.pop("base", None)
     if base is None:
         return raw
@@ -167,14 +169,25 @@ def recipe_from_dict(
 ) -> Recipe:
     """``load_recipe`` for a mapping already in memory; ``name`` is used when the mapping has none.
 
-    ``base_dir`` is the folder relative ``file.py:function`` rewards are found in (default: the working
-    directory); they are written back as absolute paths, so the recipe runs from anywhere.
+    ``base_dir`` is the folder the mapping's relative paths (data files, ``file.py:function`` rewards, a
+    server's ``cwd`` and ``setup`` files) are found in (default: the working directory); they are written
+    back as absolute paths, so the recipe runs from anywhere.
     """
-    recipe: Recipe = validate_config(Recipe, apply_overrides(raw, overrides))
+    written = anchored_paths(raw, Path.cwd() if base_dir is None else Path(base_dir).resolve())
+    return _recipe_from_anchored(written, overrides, name, check_trainer)
+
+
+def _recipe_from_anchored(
+    written: dict[str, Any], overrides: Sequence[str], name: str, check_trainer: bool
+) -> Recipe:
+    """Overrides (their paths typed on the command line, so against the working directory), checks and
+    resolution of a mapping whose own paths are already absolute."""
+    overridden = anchored_paths(apply_overrides(written, overrides), Path.cwd(), unchanged_from=written)
+    recipe: Recipe = validate_config(Recipe, overridden)
     recipe.name = recipe.name or name
     if check_trainer:
         recipe.trainer = _check_trainer(recipe.trainer)
-    _check_recipe(recipe, None if base_dir is None else Path(base_dir))
+    _check_recipe(recipe)
     _resolve_corpus(recipe)
     _interpolate(recipe, recipe, "")
     recipe.server_configs()  # a bad server entry fails here, not minutes later when servers start
@@ -183,7 +196,9 @@ def recipe_from_dict(
 
 # A recipe is a page of settings: these bounds are far past any real one and refuse, before anything is
 # built from it, a file that would take the machine's memory (a billion-laughs alias bomb reached 4 GB in
-# 73 s through the recipe printer and `${...}` interpolation, which expand aliases).
+# 73 s through the recipe printer and `${...}` interpolation, which expand aliases). The text a recipe holds
+# once its aliases and `${...}` references are expanded is held to what a file may hold written out: one
+# long string aliased thousands of times stays under the value count but not under this.
 _MAX_RECIPE_BYTES = 1_000_000
 _MAX_YAML_VALUES = 10_000
 
@@ -212,8 +227,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 def safe_yaml(text: str, where: str) -> Any:
-    """``yaml.safe_load`` that refuses aliases expanding past ``_MAX_YAML_VALUES`` values, recursive
-    aliases and nesting too deep to build, each as a one-line ``RecipeError`` naming ``where``."""
+    """``yaml.safe_load`` that refuses aliases expanding past ``_MAX_YAML_VALUES`` values or
+    ``_MAX_RECIPE_BYTES`` characters of text, recursive aliases and nesting too deep to build, each as a
+    one-line ``RecipeError`` naming ``where``."""
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -232,9 +248,11 @@ def safe_yaml(text: str, where: str) -> Any:
 
 
 def _check_expansion(root: yaml.Node, where: str) -> None:
-    """Count the values the document holds once its aliases are expanded, without expanding them: each
-    node's count is computed once (aliases share nodes), iteratively (no recursion limit to hit)."""
+    """Count the values and the characters of text the document holds once its aliases are expanded,
+    without expanding them: each node's counts are computed once (aliases share nodes), iteratively (no
+    recursion limit to hit)."""
     sizes: dict[int, int] = {}
+    chars: dict[int, int] = {}
     open_nodes: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -250,8 +268,16 @@ def _check_expansion(root: yaml.Node, where: str) -> None:
             sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
             if sizes[id(node)] > _MAX_YAML_VALUES:
                 raise RecipeError(
-                    f"{where}: its YAML aliases expand to more than {_MAX_YAML_VALUES:,} values "
-                    "(an alias bomb?); write the values out instead"
+                    f"{where}: {_field_of(root, node)}: its YAML aliases expand to more than "
+                    f"{_MAX_YAML_VALUES:,} values (an alias bomb?); write the values out instead"
+                )
+            own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+            chars[id(node)] = own + sum(chars[id(child)] for child in children)
+            if chars[id(node)] > _MAX_RECIPE_BYTES:
+                raise RecipeError(
+                    f"{where}: {_field_of(root, node)}: its YAML aliases expand to more than "
+                    f"{_MAX_RECIPE_BYTES:,} characters of text (an alias bomb?); alias long text less often, "
+                    "or keep it in a file the recipe names"
                 )
             continue
         if id(node) in sizes:
@@ -265,6 +291,25 @@ def _check_expansion(root: yaml.Node, where: str) -> None:
                 raise RecipeError(f"{where}: a YAML alias refers to a value that contains it")
             if id(child) not in sizes:
                 stack.append((child, False))
+
+
+def _field_of(root: yaml.Node, target: yaml.Node) -> str:
+    """The dotted path of the first place ``target`` sits in the document, breadth first."""
+    queue: list[tuple[yaml.Node, str]] = [(root, "")]
+    seen: set[int] = set()
+    for node, path in queue:  # the queue grows while it is walked: each node once
+        if node is target:
+            return path or "the document"
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            queue += [(child, f"{path}[{i}]") for i, child in enumerate(node.value)]
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                queue += [(key, path), (value, f"{path}.{name}" if path else str(name))]
+    return "the document"
 
 
 # -- overrides ----------------------------------------------------------------------------------------
@@ -339,7 +384,7 @@ def _check_trainer(trainer: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def _check_recipe(recipe: Recipe, base_dir: Path | None = None) -> None:
+def _check_recipe(recipe: Recipe) -> None:
     """Checks that span fields or need more than a type: token budgets, messages, rewards, parser options."""
     rollout = recipe.rollout
     for name in ("max_new_tokens", "max_observation_tokens"):
@@ -378,8 +423,8 @@ def _check_recipe(recipe: Recipe, base_dir: Path | None = None) -> None:
     if not recipe.rewards:
         raise RecipeError("rewards: give at least one reward, e.g. [{name: exact_match}]")
     for i, reward in enumerate(recipe.rewards):
-        _check_reward(reward, f"rewards[{i}].name", base_dir)
-    _check_warm_start(recipe, base_dir)
+        _check_reward(reward, f"rewards[{i}].name")
+    _check_warm_start(recipe)
     from mcp_rl.parsers import build_parser
 
     try:
@@ -388,10 +433,10 @@ def _check_recipe(recipe: Recipe, base_dir: Path | None = None) -> None:
         raise RecipeError(f"parser.options: {error}") from None
 
 
-def _check_reward(reward: RewardSpec, where: str, base_dir: Path | None = None) -> None:
-    """A built-in name, or a function that imports now: ``path/to/file.py:function`` (made absolute against
-    ``base_dir``, the recipe's folder, so the run finds it from anywhere) or ``package.module:function``;
-    and options that it takes as keyword arguments."""
+def _check_reward(reward: RewardSpec, where: str) -> None:
+    """A built-in name, or a function that imports now: ``path/to/file.py:function`` (already absolute,
+    see ``mcp_rl.recipe_paths``) or ``package.module:function``; and options that it takes as keyword
+    arguments."""
     from mcp_rl.rewards import BUILTIN_REWARDS  # the registry itself, so the names are never listed twice
     from mcp_rl.rewards.registry import unknown_options
 
@@ -404,7 +449,6 @@ def _check_reward(reward: RewardSpec, where: str, base_dir: Path | None = None) 
             f"built-in: {', '.join(BUILTIN_REWARDS)}, or 'path/to/file.py:function' (next to the recipe) or "
             "'package.module:function' for your own"
         )
-    reward.name = _absolute_function(reward.name, base_dir)
     target = _imported_function(reward.name, where)
     unknown = unknown_options(target, reward.options)
     if unknown:
@@ -413,15 +457,6 @@ def _check_reward(reward: RewardSpec, where: str, base_dir: Path | None = None) 
             f"{options}: {', '.join(unknown)} not parameter(s) of {function}; remove them from the options "
             "or add them to the function"
         )
-
-
-def _absolute_function(spec: str, base_dir: Path | None) -> str:
-    """``file.py:function`` made absolute against the recipe's folder, so the run finds it from anywhere."""
-    module, _, function = spec.rpartition(":")
-    file = Path(module).expanduser()
-    if module.endswith(".py") and not file.is_absolute():
-        return f"{((base_dir or Path.cwd()) / file).resolve()}:{function}"
-    return spec
 
 
 def _imported_function(spec: str, where: str) -> Any:
@@ -436,7 +471,7 @@ def _imported_function(spec: str, where: str) -> Any:
     return target
 
 
-def _check_warm_start(recipe: Recipe, base_dir: Path | None) -> None:
+def _check_warm_start(recipe: Recipe) -> None:
     """Demonstration templates that parse, or a demonstration function that imports now."""
     spec = recipe.warm_start.demonstrations
     where = "warm_start.demonstrations"
@@ -446,8 +481,7 @@ def _check_warm_start(recipe: Recipe, base_dir: Path | None) -> None:
                 f"{where}: {spec!r} is neither a list of turn templates nor 'file.py:function' / "
                 "'package.module:function'"
             )
-        recipe.warm_start.demonstrations = _absolute_function(spec, base_dir)
-        _imported_function(recipe.warm_start.demonstrations, where)
+        _imported_function(spec, where)
         return
     for i, template in enumerate(spec or []):
         try:
@@ -460,14 +494,11 @@ def _check_warm_start(recipe: Recipe, base_dir: Path | None) -> None:
 
 # -- resolution ---------------------------------------------------------------------------------------
 def _resolve_corpus(recipe: Recipe) -> None:
-    """A built-in dataset name in ``data.corpus`` becomes its corpus or seed database; a path, absolute."""
+    """A built-in dataset name in ``data.corpus`` becomes its corpus or seed database. A path is absolute by
+    now (``mcp_rl.recipe_paths``); a missing file is kept: the recipe may be meant for another machine, and
+    ``run.check_corpus`` says so before a run starts."""
     corpus = recipe.data.corpus
-    if corpus is None:
-        return
-    path = Path(corpus).expanduser()
-    if path.exists() or path.suffix or "/" in corpus or os.sep in corpus:
-        # A missing file is kept: the recipe may be meant for another machine; the server says so if not.
-        recipe.data.corpus = str(path.resolve())
+    if corpus is None or Path(corpus).is_absolute():
         return
     from mcp_rl.datasets import available_datasets, builtin_corpus  # lookups only, no generation
 
@@ -501,18 +532,42 @@ def _lookup(recipe: Recipe, reference: str, where: str) -> str:
     return show_value(node) if isinstance(node, bool) else str(node)
 
 
-def _interpolate(recipe: Recipe, value: Any, where: str) -> Any:
+@dataclasses.dataclass
+class _TextBudget:
+    """Characters ``${...}`` references may still add to the recipe (see ``_MAX_RECIPE_BYTES``)."""
+
+    left: int = _MAX_RECIPE_BYTES
+
+
+def _substituted(recipe: Recipe, text: str, where: str, budget: _TextBudget) -> str:
+    """``text`` with its references replaced, refused before joining if that would outgrow ``budget``."""
+    matches = list(_REFERENCE.finditer(text))
+    if not matches:
+        return text
+    values = [_lookup(recipe, match.group(1), where) for match in matches]
+    budget.left -= sum(len(value) - len(match.group(0)) for match, value in zip(matches, values, strict=True))
+    if budget.left < 0:
+        raise RecipeError(
+            f"{where}: its ${{...}} references expand the recipe past {_MAX_RECIPE_BYTES:,} characters of "
+            "text; refer to long values less often, or keep long text in a file the recipe names"
+        )
+    replacements = iter(values)
+    return _REFERENCE.sub(lambda _: next(replacements), text)
+
+
+def _interpolate(recipe: Recipe, value: Any, where: str, budget: _TextBudget | None = None) -> Any:
     """Replace ``${section.field}`` in every string of ``value`` (models are updated in place)."""
+    budget = _TextBudget() if budget is None else budget
     if isinstance(value, str):
-        return _REFERENCE.sub(lambda match: _lookup(recipe, match.group(1), where), value)
+        return _substituted(recipe, value, where, budget)
     if isinstance(value, list):
-        return [_interpolate(recipe, item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_interpolate(recipe, item, f"{where}[{i}]", budget) for i, item in enumerate(value)]
     if isinstance(value, dict):
-        return {key: _interpolate(recipe, item, f"{where}.{key}") for key, item in value.items()}
+        return {key: _interpolate(recipe, item, f"{where}.{key}", budget) for key, item in value.items()}
     if isinstance(value, BaseModel):
         for name in type(value).model_fields:
             old = getattr(value, name)
-            new = _interpolate(recipe, old, f"{where}.{name}" if where else name)
+            new = _interpolate(recipe, old, f"{where}.{name}" if where else name, budget)
             if new is not old and new != old:
                 setattr(value, name, new)  # validated again: a reference may not turn a number into text
     return value
