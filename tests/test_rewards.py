@@ -424,11 +424,12 @@ def test_tool_verification_through_the_pool(tool_pool):
     said = [trajectory("yes"), trajectory("Correct."), trajectory("no"), trajectory("1")]
     assert verdicts(trajectories=said) == [1.0, 1.0, 0.0, 1.0]
 
-    # A failing tool is skipped (None) and counted.
+    # A tool that answers with an error is a failed check: it scores 0 and is counted, not skipped.
     failing = ToolVerificationReward(tool_pool, "fail", {"message": "checked {answer} for {question}"})
     metrics: dict[str, float] = {}
-    assert failing(trajectories=samples[:2], log_metric=metrics.__setitem__) == [None, None]
-    assert failing.counts == {"failed": 2, "calls": 2} and metrics == {"tool_verify/failed_frac": 1.0}
+    assert failing(trajectories=samples[:2], log_metric=metrics.__setitem__) == [0.0, 0.0]
+    assert failing.counts == {"tool_error": 2, "calls": 2}
+    assert metrics == {"tool_verify/skipped_frac": 0.0, "tool_verify/tool_error_frac": 1.0}
 
     # Arguments from a function; None means "do not call".
     by_function = ToolVerificationReward(
@@ -453,7 +454,7 @@ def test_calculator_verifies_arithmetic_answers(tool_pool):
     questions = ["2+3", "2+3", "1/3", "1/3", "0.1+0.2", "1/0"]
     answers = ["5", "6", "1/3", "0.3333333333", "0.30", "inf"]
     samples = [trajectory(a) for a in answers]
-    assert verify(trajectories=samples, question=questions) == [1.0, 0.0, 1.0, 1.0, 1.0, None]
+    assert verify(trajectories=samples, question=questions) == [1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
 
 
 # -- building from specs, sync and async -------------------------------------------------------------

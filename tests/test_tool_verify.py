@@ -122,13 +122,28 @@ def test_state_check_runs_on_each_episodes_own_instance_after_the_episode(seed_d
         pool.close_episodes([right, twice, nothing])
 
 
-def test_a_failing_tool_is_skipped_and_counted_not_raised(tmp_path):
+def test_a_tool_that_answers_with_an_error_scores_the_failure_value_counted_not_raised(tmp_path):
     options = {"tool": "sql", "arguments": {"query": "{answer}"}, "expected": "1", "compare": "rows"}
     spec = {"name": "tool_verify", "options": options}
     with BlockingToolPool(parse_mcp_servers({"db": sqlite_entry(str(tmp_path / "x.db"))})) as pool:
         (reward,), _ = build_reward_functions([spec], pool)
         scores = reward(trajectories=[answered("SELEC nonsense"), answered("SELECT 1 = 1")])
-    assert scores[0] is None and scores[1] == 1.0
+    assert scores == [0.0, 1.0] and reward.counts["tool_error"] == 1 and reward.counts["skipped"] == 0
+
+
+def test_a_failing_reference_query_skips_its_sample_and_is_counted(seed_db):
+    options = {
+        "tool": "sql",
+        "arguments": {"query": "SELECT name FROM towns WHERE river = 'Ober'"},
+        "reference": {"tool": "sql", "arguments": {"query": "{reference_sql}"}},
+        "compare": "rows",
+    }
+    with BlockingToolPool(parse_mcp_servers({"db": sqlite_entry(str(seed_db))})) as pool:
+        (reward,), _ = build_reward_functions([{"name": "tool_verify", "options": options}], pool)
+        queries = ["SELECT name FROM towns WHERE river = 'Ober'", "SELECT nonsense FROM nowhere"]
+        scores = reward(trajectories=[answered("x"), answered("x")], reference_sql=queries)
+    assert scores == [1.0, None], "a broken reference is the data's fault, not the episode's"
+    assert reward.counts["reference_error"] == 1
 
 
 def test_unknown_tools_and_operators_are_refused_when_built(tmp_path):

@@ -17,7 +17,15 @@ from mcp_rl.evaluation import RecipeScorer
 from mcp_rl.pool import BlockingToolPool
 from mcp_rl.recipe import load_recipe
 from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.warm_start import ScriptedEngine, demonstration_episodes, script_from_config, supervised_loss
+from mcp_rl.trajectory import CallRecord, Trajectory, Turn
+from mcp_rl.warm_start import (
+    DroppedDemonstrations,
+    ScriptedEngine,
+    demonstration_episodes,
+    drop_reason,
+    script_from_config,
+    supervised_loss,
+)
 
 FOX = {"question": "Where does the fox live?", "golden_answers": ["Draskel"]}
 TEMPLATES = "['<search> {question} </search>', '<answer> {golden_answers[0]} </answer>']"
@@ -166,3 +174,62 @@ def test_a_recipe_builds_on_a_base_recipe(tmp_path: Path) -> None:
 def test_bad_demonstrations_are_one_line_at_load(value: str, message: str) -> None:
     with pytest.raises(RecipeError, match=message):
         load_recipe("search", [f"warm_start.demonstrations={value}"])
+
+
+# -- why demonstrations were dropped: counted by reason, one example each ------------------------------
+GUILD = {"question": "Who founded the guild?", "golden_answers": ["Draskel"]}
+RIVER = {"question": "Which river?", "golden_answers": ["Ober"]}
+SCRIPTS = {
+    FOX["question"]: ["<search> fox </search>", "<answer> Draskel </answer>"],
+    GUILD["question"]: ["<search> guild </search>", "<answer> Draskel </answer>"],  # not retrieved
+    RIVER["question"]: ["<search> river </search>"] * 3,  # searches until the turns run out, never answers
+}
+
+
+def played(pipeline, min_reward: float) -> tuple[list[Trajectory], dict[str, float], DroppedDemonstrations]:
+    recipe = Recipe(rewards=[RewardSpec(name="exact_match"), RewardSpec(name="answer_retrieved", weight=0.5)])
+    dropped = DroppedDemonstrations()
+    kept, stats = demonstration_episodes(
+        pipeline,
+        [FOX, GUILD, RIVER],
+        lambda row: SCRIPTS[row["question"]],
+        RecipeScorer(recipe, pipeline.pool),
+        min_reward=min_reward,
+        dropped=dropped,
+    )
+    return kept, stats, dropped
+
+
+def test_dropped_demonstrations_are_counted_by_reason_with_an_example(pipeline) -> None:
+    kept, stats, dropped = played(pipeline, min_reward=1.5)
+    assert len(kept) == 1 and stats["warm_start/dropped"] == 2
+    assert dict(dropped.reasons) == {
+        "rewards short: answer_retrieved 0 (best 1)": 1,
+        "ended by max_turns, not an answer": 1,
+    }
+    guild = dropped.examples["rewards short: answer_retrieved 0 (best 1)"]
+    assert "Who founded the guild?" in guild and "answer 'Draskel'" in guild
+    assert "<search> river </search>" in dropped.examples["ended by max_turns, not an answer"]
+    shown = dropped.describe()
+    assert shown.count(" × ") == 2 and shown.count("e.g.") == 2
+
+
+def test_a_min_reward_no_demonstration_can_reach_is_named_as_such(pipeline) -> None:
+    kept, _, dropped = played(pipeline, min_reward=5.0)
+    assert kept == []
+    assert dropped.reasons["total 1.5 < min_reward 5 even with every reward at its best"] == 1
+
+
+def test_a_failed_call_is_the_reason_before_the_rewards() -> None:
+    call = CallRecord(0, "read_query", {"query": "SELEC 1"}, "Error (tool error): syntax error", "tool error")
+    episode = Trajectory(
+        prompt_index=0,
+        prompt_messages=[{"role": "user", "content": "Task: count the members"}],
+        prompt_ids=[],
+        turns=[Turn("<sql> SELEC 1 </sql>", calls=[call]), Turn("<answer> done </answer>")],
+        answer="done",
+        finish_reason="answer",
+    )
+    reason, example = drop_reason(episode, {"change_made": 0.0}, {"change_made": 1.0}, 0.0, 1.0)
+    assert reason == "a call to read_query failed (tool error)"
+    assert "Task: count the members" in example and "syntax error" in example

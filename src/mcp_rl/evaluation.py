@@ -16,23 +16,29 @@ from mcp_rl.assembly import recipe_parser, tool_pool
 from mcp_rl.configs import Recipe
 from mcp_rl.data import check_data, load_split
 from mcp_rl.engine import hop_metrics
-from mcp_rl.errors import DataError
+from mcp_rl.errors import ConfigError, DataError
 from mcp_rl.models import load_model, load_tokenizer, pick_dtype, resolve_model_path
 from mcp_rl.pipeline import RolloutPipeline
+from mcp_rl.pool.server_logs import TextSink, command_server_log
+from mcp_rl.prompt_fit import check_prompt_fits, context_tokens
 from mcp_rl.prompts import PromptBuilder
+from mcp_rl.recorder import truncated_share, user_prompt
 from mcp_rl.rewards import build_reward_functions, exact_match_score, f1_score, score_batch, weighted_total
 from mcp_rl.trajectory import Trajectory
 
 
 @contextmanager
-def recipe_pipeline(recipe: Recipe, model_path: str | None = None) -> Iterator[RolloutPipeline]:
-    """The recipe's pipeline on its model (a checkpoint folder with ``model_path``), greedy-ready."""
+def recipe_pipeline(
+    recipe: Recipe, model_path: str | None = None, errlog: TextSink | None = None
+) -> Iterator[RolloutPipeline]:
+    """The recipe's pipeline on its model (a checkpoint folder with ``model_path``), greedy-ready; the
+    servers' stderr goes to ``errlog``."""
     if model_path:
         recipe.model.name_or_path = model_path
     model, tokenizer = load_model(recipe.model, dtype=pick_dtype(recipe.model.dtype))
     model = _merge_adapters(model, recipe.model.name_or_path)
     model.eval()
-    with RolloutPipeline.from_recipe(recipe, model, tokenizer) as pipeline:
+    with RolloutPipeline.from_recipe(recipe, model, tokenizer, errlog=errlog) as pipeline:
         pipeline.generator.sync(model, step=0)  # a backend with its own weights generates with these
         yield pipeline
 
@@ -48,11 +54,6 @@ def _merge_adapters(model: Any, path: str) -> Any:
 
 def score(trajectory: Trajectory, golds: Sequence[str]) -> dict[str, float]:
     return {"em": exact_match_score(trajectory.answer, golds), "f1": f1_score(trajectory.answer, golds)}
-
-
-def _user_text(trajectory: Trajectory) -> str:
-    users = [m for m in trajectory.prompt_messages if m.get("role") == "user"]
-    return str(users[-1].get("content") or "") if users else ""
 
 
 class RecipeScorer:
@@ -76,6 +77,17 @@ class RecipeScorer:
             entry = self.errors.setdefault(name, {"episodes": 0, "first_error": message})
             entry["episodes"] += len(trajectories)
         return [{name: scored.scores[name][i] for name in self.names} for i in range(len(trajectories))]
+
+    def skipped(self, rewards: Sequence[dict[str, float | None]]) -> dict[str, dict[str, Any]]:
+        """Per reward that left episodes unscored: how many of how many (its mean is over the others), and
+        why where it counts that (a tool-verified reward: the failure kinds of calls it could not make)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, function in zip(self.names, self.functions, strict=True):
+            unscored = sum(scores[name] is None for scores in rewards)
+            if unscored:
+                why = dict(getattr(function, "skipped_by_kind", None) or {})
+                out[name] = {"skipped": unscored, "of": len(rewards), **({"why": why} if why else {})}
+        return out
 
     def total(self, scores: dict[str, float | None]) -> float | None:
         """The weighted sum TRL trains on (unscored rewards left out); None when nothing scored."""
@@ -106,7 +118,10 @@ def evaluate(
     started = time.monotonic()
     trajectories: list[Trajectory] = []
     rewards: list[dict[str, float | None]] = []
-    with recipe_pipeline(recipe, model_path) as pipeline:
+    with (
+        command_server_log("eval", report=output) as errlog,
+        recipe_pipeline(recipe, model_path, errlog) as pipeline,
+    ):
         scorer = RecipeScorer(recipe, pipeline.pool)
         for start in tqdm(range(0, len(rows), batch_size), desc="eval", unit="batch"):
             batch = rows[start : start + batch_size]
@@ -117,6 +132,7 @@ def evaluate(
     report = report_for(trajectories, rows)
     report["reward"] = _mean([scorer.total(r) for r in rewards])
     report["rewards"] = {name: _mean([r[name] for r in rewards]) for name in scorer.names}
+    report["rewards_skipped"] = scorer.skipped(rewards)  # each mean above leaves these episodes out
     report["reward_errors"] = scorer.errors
     report.update(
         recipe=recipe.name,
@@ -132,7 +148,7 @@ def evaluate(
         path.write_text(json.dumps(report, indent=2))
         with path.with_suffix(".trajectories.jsonl").open("w") as out:
             for trajectory, row, scores in zip(trajectories, rows, rewards, strict=True):
-                record = {**trajectory.to_dict(), "task": _user_text(trajectory), "row": row}
+                record = {**trajectory.to_dict(), "task": user_prompt(trajectory), "row": row}
                 record.pop("prompt_messages")
                 record["rewards"] = scores
                 record["reward"] = scorer.total(scores)
@@ -147,6 +163,7 @@ def report_for(trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]
     n = max(1, len(trajectories))
     calls = [c for t in trajectories for c in t.calls]
     failures = Counter(c.failure for c in calls if c.failure)
+    called = Counter(name for t in trajectories for name in {c.name for c in t.calls})
     report: dict[str, Any] = {"n": len(trajectories)}
     qa = bool(rows) and all(row.get("golden_answers") is not None for row in rows)
     scores = (
@@ -158,13 +175,16 @@ def report_for(trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]
     report.update(
         {
             "tool_calls_per_question": len(calls) / n,
-            "searched": sum(bool(t.calls) for t in trajectories) / n,
+            # By the tools the episodes called (a recipe's own: calculate, search, read_query, ...).
+            "called_a_tool": sum(bool(t.calls) for t in trajectories) / n,
+            "called_by_tool": {name: count / n for name, count in sorted(called.items())},
             "answered": sum(t.answer is not None for t in trajectories) / n,
             "call_failure_rate": sum(failures.values()) / len(calls) if calls else 0.0,
             "failures_by_kind": dict(failures),
             "parse_error_rate": sum(bool(turn.parse_errors) for t in trajectories for turn in t.turns)
             / max(1, sum(len(t.turns) for t in trajectories)),
             "finish_reasons": dict(Counter(t.finish_reason for t in trajectories)),
+            "truncated": truncated_share(trajectories),
         }
     )
     by_hops = hop_metrics(trajectories, rows, [s["em"] for s in scores] if qa else None)
@@ -181,12 +201,12 @@ def show_rollouts(
     """Print a few episodes turn by turn — what the model wrote, the call, the observation, the scores."""
     check_data(recipe)
     rows = [dict(row) for row in load_split(recipe, "train", limit=n)]
-    with recipe_pipeline(recipe, model_path) as pipeline:
+    with command_server_log("rollout") as errlog, recipe_pipeline(recipe, model_path, errlog) as pipeline:
         trajectories = pipeline.rollout_rows(rows, greedy=greedy)
         scorer = RecipeScorer(recipe, pipeline.pool)
         rewards = scorer(trajectories, rows)
     for index, (trajectory, row, scores) in enumerate(zip(trajectories, rows, rewards, strict=True), start=1):
-        print(f"\n━━ episode {index}: {_user_text(trajectory)}")
+        print(f"\n━━ episode {index}: {user_prompt(trajectory)}")
         for number, turn in enumerate(trajectory.turns, start=1):
             print(f"  [model {number}] {turn.text.strip()}")
             for call in turn.calls:
@@ -222,7 +242,7 @@ def show_prompt(recipe: Recipe, *, row: int = 0, model_path: str | None = None) 
     if row >= len(rows):
         raise DataError(f"--row {row}: data.train has only {len(rows)} row(s); give --row 0..{len(rows) - 1}")
     tokenizer = load_tokenizer(resolve_model_path(model_path or recipe.model.name_or_path))
-    with tool_pool(recipe) as pool:
+    with command_server_log("prompt") as errlog, tool_pool(recipe, errlog) as pool:
         tools = pool.tools
     parser = recipe_parser(recipe)
     parser.bind_tools([tool.as_dict() for tool in tools])
@@ -265,4 +285,8 @@ def show_prompt(recipe: Recipe, *, row: int = 0, model_path: str | None = None) 
         )
     )
     parts.append(f"prompt tokens: {n_tokens}")
+    try:  # the tokenizer's own limit: `prompt` loads no weights
+        check_prompt_fits(builder, recipe.rollout, context_tokens(tokenizer))
+    except ConfigError as error:
+        parts.append(f"does not fit: {error}")
     return "\n".join(parts) + "\n"

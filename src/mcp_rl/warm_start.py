@@ -11,7 +11,8 @@ gradient. A warm start shows it a few hundred times first:
    servers and every observation is framed and budgeted exactly as in a rollout: the episodes have the
    token layout GRPO will train on (observation tokens masked out);
 3. the recipe's own rewards score them and only those at or above ``min_reward`` are kept (a reference
-   action the tools reject is not taught);
+   action the tools reject is not taught); the others are counted by why they fell short, with one
+   example each (``DroppedDemonstrations``);
 4. a few epochs of next-token loss on the assistant tokens, with the trainable weights GRPO will train.
 """
 
@@ -20,7 +21,9 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -33,6 +36,7 @@ from mcp_rl.evaluation import RecipeScorer
 from mcp_rl.generation import Generation, SamplingParams
 from mcp_rl.models import cpu_supports_bf16
 from mcp_rl.pipeline import RolloutPipeline
+from mcp_rl.recorder import user_prompt
 from mcp_rl.rewards.registry import import_object
 from mcp_rl.scoring import prefix_shared_hidden_states
 from mcp_rl.trajectory import Trajectory
@@ -82,6 +86,64 @@ class ScriptedEngine(RolloutEngine):
         return generations
 
 
+def _clipped(text: str, chars: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= chars else text[:chars] + "…"
+
+
+@dataclass
+class DroppedDemonstrations:
+    """The demonstrations the rewards turned down, counted by why, with the first example of each reason."""
+
+    reasons: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def add(self, reason: str, example: str) -> None:
+        self.reasons[reason] += 1
+        self.examples.setdefault(reason, example)
+
+    def describe(self) -> str:
+        """One line per reason, most frequent first, each with its example; empty when none was dropped."""
+        return "\n".join(
+            f"  {count} × {reason}\n      e.g. {self.examples[reason]}"
+            for reason, count in self.reasons.most_common()
+        )
+
+
+def drop_reason(
+    episode: Trajectory,
+    scores: Mapping[str, float | None],
+    best: Mapping[str, float | None],
+    total: float | None,
+    min_reward: float,
+) -> tuple[str, str]:
+    """Why a demonstration fell short of ``min_reward``, and the evidence: a failed call (its tool and
+    failure kind), an episode that did not end with an answer, the rewards below their best over all the
+    demonstrations played, or a ``min_reward`` above what the rewards gave even at their best."""
+    task = f"task {_clipped(user_prompt(episode), 80)!r}: "
+    failed = next((call for call in episode.calls if not call.ok), None)
+    if failed is not None:
+        arguments = _clipped(str(failed.arguments), 80)
+        return (
+            f"a call to {failed.name} failed ({failed.failure})",
+            task + f"{failed.name}({arguments}) → {_clipped(failed.observation)}",
+        )
+    if episode.finish_reason != "answer":
+        last = _clipped(episode.turns[-1].text, 80) if episode.turns else ""
+        return f"ended by {episode.finish_reason}, not an answer", task + f"last turn {last!r}"
+    shown = ", ".join(f"{name} {'-' if v is None else f'{v:g}'}" for name, v in scores.items())
+    example = task + f"answer {_clipped(episode.answer or '', 60)!r}; rewards {shown}"
+    short = [
+        f"{name} {'unscored' if value is None else f'{value:g}'} (best {top:g})"
+        for name, value in scores.items()
+        if (top := best.get(name)) is not None and (value is None or value < top)
+    ]
+    if short:
+        return "rewards short: " + ", ".join(short), example
+    reached = "nothing scored" if total is None else f"total {total:g}"
+    return f"{reached} < min_reward {min_reward:g} even with every reward at its best", example
+
+
 def demonstration_episodes(
     pipeline: RolloutPipeline,
     rows: Sequence[Mapping[str, Any]],
@@ -90,9 +152,13 @@ def demonstration_episodes(
     *,
     min_reward: float | None,
     batch_size: int = 32,
+    dropped: DroppedDemonstrations | None = None,
 ) -> tuple[list[Trajectory], dict[str, float]]:
-    """Play each row's demonstration through the real tools; keep those the rewards accept."""
+    """Play each row's demonstration through the real tools; keep those the rewards accept. Those turned
+    down are counted in ``stats`` and, by reason with an example, in ``dropped`` when given."""
     kept: list[Trajectory] = []
+    short: list[tuple[Trajectory, dict[str, float | None], float | None]] = []
+    every: list[dict[str, float | None]] = []  # each played demonstration's scores: each reward's best
     played = skipped = 0
     for start in tqdm(range(0, len(rows), batch_size), desc="demonstrations", unit="batch", leave=False):
         batch, scripts = [], []
@@ -106,18 +172,28 @@ def demonstration_episodes(
         if not batch:
             continue
         engine = ScriptedEngine(pipeline.engine, scripts)
-        episodes = engine.rollout([pipeline.messages(row) for row in batch], greedy=True)
+        episodes = engine.rollout([pipeline.messages(row) for row in batch], greedy=True, rows=batch)
         scores = scorer(episodes, batch)
         pipeline.release(episodes)
         played += len(episodes)
+        every += scores
         for episode, score in zip(episodes, scores, strict=True):
             total = scorer.total(score)
             if min_reward is None or (total is not None and total >= min_reward):
                 episode.info["reward"] = total
                 kept.append(episode)
+            else:
+                short.append((episode, score, total))
+    if dropped is not None and min_reward is not None:
+        best = {
+            name: max((s[name] for s in every if s[name] is not None), default=None) for name in scorer.names
+        }
+        for episode, score, total in short:
+            dropped.add(*drop_reason(episode, score, best, total, min_reward))
     stats = {
         "warm_start/played": float(played),
         "warm_start/kept": float(len(kept)),
+        "warm_start/dropped": float(len(short)),
         "warm_start/skipped_rows": float(skipped),
     }
     return kept, stats
@@ -162,11 +238,19 @@ def warm_start(
     script = script_from_config(config)
     scorer = RecipeScorer(recipe, pipeline.pool)
     chosen = list(rows)[: config.episodes]
-    episodes, stats = demonstration_episodes(pipeline, chosen, script, scorer, min_reward=config.min_reward)
+    dropped = DroppedDemonstrations()
+    episodes, stats = demonstration_episodes(
+        pipeline, chosen, script, scorer, min_reward=config.min_reward, dropped=dropped
+    )
     if not episodes:
         raise ConfigError(
             f"warm_start: none of the {len(chosen)} demonstrations reached min_reward {config.min_reward}; "
-            "check warm_start.demonstrations against the tools (mcp-rl rollout shows their format)"
+            "check warm_start.demonstrations against the tools (mcp-rl rollout shows their format). "
+            f"Why they were dropped:\n{dropped.describe()}"
+        )
+    if dropped.reasons:
+        tqdm.write(
+            f"warm start: {sum(dropped.reasons.values())} demonstration(s) dropped:\n{dropped.describe()}"
         )
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0)

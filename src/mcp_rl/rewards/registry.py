@@ -234,6 +234,7 @@ def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
             f"reward 'tool_verify': expect must be one of {sorted(_EXPECTATIONS)}, got {expect!r}"
         )
     timeout_s = options.take("timeout_s")
+    error_score = float(options.take("error_score", 0.0))
     compare, expected = options.take("compare"), options.take("expected")
     reference = options.take("reference")
     compare_options = {key: options.take(key) for key in ("tolerance", "path")}
@@ -252,6 +253,7 @@ def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
         expected=None if expected is None else str(expected),
         reference=reference,
         compare_options=compare_options,
+        error_score=error_score,
     )
 
 

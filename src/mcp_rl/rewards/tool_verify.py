@@ -11,6 +11,11 @@ so a reward can check the state the episode left. Declared in YAML, without Pyth
         arguments: {query: "{reference_sql}"}
         expected: "{answer}"                        # ... and compare its rows with the model's answer
         compare: rows                               # equals | number | contains | json_path | rows
+
+A check whose tool answered with an error (``isError``, or the server's ``errorPattern``) failed: reading
+back a file the episode should have created and getting "no such file" is exactly what a state check is
+for, so it scores ``error_score`` (0.0). Only a call that could not be made (server down, timeout,
+connection lost) leaves its sample unscored (None) and is counted under ``skipped``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from fractions import Fraction
 from typing import Any
 
 from mcp_rl.errors import ConfigError
-from mcp_rl.pool import FailureKind, ToolResult
+from mcp_rl.pool import REWARD_RESULT_CHARS, FailureKind, ToolResult
 from mcp_rl.rewards.answers import exact_match_score, row_golds
 from mcp_rl.rewards.compare import OPERATORS
 from mcp_rl.rewards.samples import sample_question, sample_rows, sample_trajectories
@@ -34,6 +39,8 @@ ArgumentsSpec = Callable[[Trajectory, dict[str, Any]], Mapping[str, Any] | None]
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TRUE_WORDS = frozenset({"true", "1", "1.0", "yes", "correct", "pass", "passed", "ok", "valid"})
 _VERDICT_KEYS = ("correct", "result", "verdict", "passed", "valid", "ok")
+# Failures that mean no call reached a working server: they say nothing about the episode.
+CALL_NOT_MADE = frozenset({FailureKind.TIMEOUT, FailureKind.CONNECTION_LOST, FailureKind.UNAVAILABLE})
 
 
 def fill_template(template: Any, values: Mapping[str, str]) -> Any:
@@ -114,12 +121,14 @@ class ToolVerificationReward:
     ``{golden}`` (the first golden answer) or ``{<column>}``. A template that needs ``{answer}`` on a sample
     without one scores 0.0 without a call. All calls of a batch go out as one concurrent ``call_many``.
 
-    ``score(result, trajectory[, row])`` maps a successful result to a reward (default: ``tool_says_true``).
+    ``score(result, trajectory[, row])`` maps a successful result to a reward (default: ``tool_says_true``);
+    a result the tool answered with an error scores ``error_score`` instead.
     Or, without Python: ``compare`` names an operator of ``mcp_rl.rewards.compare`` (``compare_options``
     its settings: ``tolerance``, ``path``) that compares the result with ``expected`` (a template like
     ``"{answer}"``, ``"{golden}"`` or ``"1"``) or with the result of a ``reference`` call
     (``{"tool": ..., "arguments": {...}}``, e.g. the row's reference query): 1.0 when they agree.
-    A failed call gives None (TRL skips it) and is counted; an unknown tool is a configuration error.
+    A call that could not be made gives None (TRL skips it) and is counted under ``skipped`` (by failure
+    kind in ``skipped_by_kind``); an unknown tool is a configuration error.
     """
 
     def __init__(
@@ -135,6 +144,7 @@ class ToolVerificationReward:
         expected: str | None = None,
         reference: Mapping[str, Any] | None = None,
         compare_options: Mapping[str, Any] | None = None,
+        error_score: float = 0.0,
     ) -> None:
         if compare is not None and compare not in OPERATORS:
             raise ConfigError(f"compare must be one of {', '.join(OPERATORS)}, got {compare!r}")
@@ -150,8 +160,10 @@ class ToolVerificationReward:
         self.score = score or tool_says_true
         self._score_takes_row = _takes_row(self.score)
         self.timeout_s = timeout_s
+        self.error_score = float(error_score)
         self.__name__ = name
         self.counts: Counter[str] = Counter()
+        self.skipped_by_kind: Counter[str] = Counter()
 
     def __repr__(self) -> str:
         return f"ToolVerificationReward(name={self.__name__!r}, tool={self.tool!r})"
@@ -176,17 +188,29 @@ class ToolVerificationReward:
             return None
         return fill_template(self.arguments, self._values(trajectory, row))
 
-    def _usable(self, result: ToolResult) -> bool:
-        """A failed call is counted and its sample skipped; an unknown tool is a configuration error."""
+    def _not_made(self, result: ToolResult) -> bool:
+        """Whether the call never reached a working server (counted, its sample skipped); an unknown tool
+        is a configuration error."""
         if result.failure is FailureKind.UNKNOWN_TOOL:
             raise ValueError(f"reward {self.__name__!r}: {result.text}")
-        if not result.ok:
-            self.counts["failed"] += 1
-        return result.ok
+        if result.failure in CALL_NOT_MADE:
+            self.counts["skipped"] += 1
+            self.skipped_by_kind[str(result.failure)] += 1
+            return True
+        return False
+
+    def _answered_error(self, result: ToolResult) -> bool:
+        """Whether the tool answered, with an error: the check ran and failed."""
+        if result.ok:
+            return False
+        self.counts["tool_error"] += 1
+        return True
 
     def _score_one(self, result: ToolResult, trajectory: Trajectory, row: dict[str, Any]) -> float | None:
-        if not self._usable(result):
+        if self._not_made(result):
             return None
+        if self._answered_error(result):
+            return self.error_score
         value = (
             self.score(result, trajectory, row) if self._score_takes_row else self.score(result, trajectory)
         )
@@ -195,10 +219,18 @@ class ToolVerificationReward:
     def _compared(
         self, result: ToolResult, trajectory: Trajectory, row: dict[str, Any], reference: ToolResult | None
     ) -> float | None:
-        """``compare``'s verdict: the result against ``expected`` filled in, or the reference result."""
-        if not self._usable(result) or (reference is not None and not self._usable(reference)):
+        """``compare``'s verdict: the result against ``expected`` filled in, or the reference result. A
+        reference that errs says nothing about the episode: its sample is skipped, counted."""
+        if self._not_made(result):
             return None
+        if self._answered_error(result):
+            return self.error_score
         if reference is not None:
+            if self._not_made(reference):
+                return None
+            if not reference.ok:  # the row's own reference query failed: a data problem, not the episode's
+                self.counts["reference_error"] += 1
+                return None
             expected = _as_text(reference)
         else:
             expected = fill_template(self.expected, self._values(trajectory, row))
@@ -227,7 +259,9 @@ class ToolVerificationReward:
                 for i in called
             ]
         episodes = [_episode(samples[i]) for i in called] * (2 if self.reference is not None else 1)
-        results = self.pool.call_many(calls, timeout_s=self.timeout_s, episodes=episodes)
+        results = self.pool.call_many(
+            calls, timeout_s=self.timeout_s, episodes=episodes, budget_chars=REWARD_RESULT_CHARS
+        )
         references: list[ToolResult | None] = list(results[len(called) :]) or [None] * len(called)
         scores: list[float | None] = [0.0] * len(samples)
         for i, result, reference in zip(called, results, references, strict=False):
@@ -237,7 +271,11 @@ class ToolVerificationReward:
                 scores[i] = self._compared(result, samples[i], rows[i], reference)
         self.counts["calls"] += len(calls)
         if log_metric is not None and called:
-            log_metric(f"{self.__name__}/failed_frac", sum(not r.ok for r in results) / len(called))
+            # Per call: a batch's skipped samples beside its mean, and how often the checked tool said no.
+            not_made = sum(r.failure in CALL_NOT_MADE for r in results)
+            answered_error = sum(not r.ok for r in results) - not_made
+            log_metric(f"{self.__name__}/skipped_frac", not_made / len(results))
+            log_metric(f"{self.__name__}/tool_error_frac", answered_error / len(results))
         return scores
 
 
@@ -256,6 +294,7 @@ def _as_text(result: ToolResult) -> str:
 
 
 __all__ = [
+    "CALL_NOT_MADE",
     "ArgumentsSpec",
     "ToolVerificationReward",
     "fill_template",
