@@ -7,7 +7,10 @@ import http.client
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_cli
@@ -142,13 +145,38 @@ def test_100k_episodes_are_indexed_paged_and_searched(tmp_path):
     page = json.loads(train.summaries_json(99_950, 50))
     assert [item["id"] for item in page["items"]] == list(range(99_950, 100_000))
     assert train.record(99_999)["row"]["id"] == "q99999"
-    assert train.search("q99999") == [99_999]
-    assert train.search("PERSON 4321 ") == list(range(4321, 100_000, 5000))  # any case
+    assert train.search("q99999").ids == [99_999]
+    found = train.search("PERSON 4321 ")  # any case
+    assert found.ids == list(range(4321, 100_000, 5000)) and found.complete
 
 
 # -- in a real browser ------------------------------------------------------------------------------------
-def _chromium() -> str | None:
+def chromium_binary() -> str | None:
     return next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and os.path.exists(p)), None)
+
+
+@contextmanager
+def browser_page(height: int = 1200) -> Iterator[tuple[Any, Any, list[str]]]:
+    """Playwright's sync API, a page in headless Chromium, and the errors its scripts raise or log (the test
+    is skipped without Chromium or Playwright)."""
+    chromium = chromium_binary()
+    if chromium is None:
+        pytest.skip("no chromium binary (apt-get install -y chromium)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (the dev extra)"
+    )
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium)
+        page = browser.new_page(viewport={"width": 1400, "height": height})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        yield sync_api, page, errors
+        browser.close()
+
+
+def read_traces(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -178,13 +206,7 @@ def real_run(tiny_model_dir, tiny_qa, tmp_path_factory) -> Path:
 
 
 def test_the_page_in_a_real_browser(real_run, tmp_path):
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("no chromium binary (apt-get install -y chromium)")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (the dev extra)"
-    )
-    traces = [json.loads(line) for line in (real_run / "traces.jsonl").read_text().splitlines()]
+    traces = read_traces(real_run)
     failing = {
         i for i, t in enumerate(traces) if any(c["failure"] for turn in t["turns"] for c in turn["calls"])
     }
@@ -193,12 +215,7 @@ def test_the_page_in_a_real_browser(real_run, tmp_path):
         write_eval_report(tmp_path / f"{name}.json", 30, seed, name) for seed, name in ((1, "a"), (2, "b"))
     ]
     data = RunData(real_run, reports)
-    with ViewerServer(data, 0) as server, sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium)
-        page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    with ViewerServer(data, 0) as server, browser_page() as (sync_api, page, errors):
         page.goto(server.url)
         page.wait_for_selector("#list tbody tr")
         # The curves: a uPlot canvas per panel with data (rewards, calls, failures, latency, tokens, a pick).
@@ -233,6 +250,5 @@ def test_the_page_in_a_real_browser(real_run, tmp_path):
         page.goto(single.as_uri())
         page.wait_for_selector("#list tbody tr")
         assert page.locator("#list tbody tr").count() == len(traces)
-        browser.close()
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 20_000
     assert not errors, errors

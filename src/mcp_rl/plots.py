@@ -44,6 +44,8 @@ def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> 
         "behaviour": [
             ("rollout/calls_per_trajectory", "tool calls / episode"),
             ("rollout/answered", "answered"),
+            # Ours, not TRL's completions/clipped_ratio: that counts every episode not ending in EOS.
+            ("rollout/truncated", "cut by a token limit"),
             ("rollout/parse_errors_per_trajectory", "parse errors / episode"),
         ],
     }

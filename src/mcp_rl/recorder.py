@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_rl.data import template_fields
 from mcp_rl.engine import hop_metrics, rollout_metrics
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.rewards import exact_match_score, is_async_reward, sample_rows, weighted_total
@@ -32,6 +33,23 @@ from mcp_rl.trajectory import Trajectory
 def is_counter(key: str) -> bool:
     """Counters add up over processes (calls, failures, reconnects); every other metric is a mean."""
     return key.endswith("/calls") or "/failures" in key or key.endswith("/reconnects")
+
+
+def user_prompt(trajectory: Trajectory) -> str:
+    """The episode's user turn as the model read it: ``prompt.user_template`` filled with the row."""
+    users = [m for m in trajectory.prompt_messages if m.get("role") == "user"]
+    return str(users[-1].get("content") or "") if users else ""
+
+
+def truncated_share(trajectories: Sequence[Trajectory]) -> float:
+    """The share of episodes cut by a token limit: the episode's budget ran out, or its last turn hit
+    ``max_new_tokens`` without an answer. What TRL's ``completions/clipped_ratio`` means to measure; TRL
+    counts every completion not ending in EOS, and ours end on a stop string (or an observation)."""
+    cut = [
+        t.finish_reason == "max_tokens" or (t.answer is None and t.info.get("last_finish") == "length")
+        for t in trajectories
+    ]
+    return sum(cut) / len(cut) if cut else 0.0
 
 
 @dataclass
@@ -126,10 +144,12 @@ class EpisodeRecorder:
     # -- what is recorded -----------------------------------------------------------------------------
     def write_traces(self, batch: _Batch, rows: Sequence[Mapping[str, Any]], step: int) -> None:
         """One JSON line per episode: step, score per function and their weighted total (what the loss used),
-        the dataset row, the episode itself."""
+        the task (the template's column) and the user prompt it rendered, the dataset row, the episode."""
         if self.trace_path is None:
             return
         self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+        # The task text is in whichever column the template names ("task" for a scaffolded recipe).
+        task_columns = [*template_fields(self.pipeline.prompts.config.user_template), "question"]
         with self.trace_path.open("a") as out:
             for index, (trajectory, row) in enumerate(zip(batch.trajectories, rows, strict=True)):
                 rewards = {name: scores[index] for name, scores in batch.scores.items()}
@@ -137,7 +157,8 @@ class EpisodeRecorder:
                     "step": step,
                     "rewards": rewards,
                     "reward": weighted_total(rewards, self.weights),
-                    "question": row.get("question"),
+                    "question": next((row[c] for c in task_columns if row.get(c) is not None), None),
+                    "user_prompt": user_prompt(trajectory),
                     "golden_answers": row.get("golden_answers"),
                     "row": dict(row),
                     **trajectory.to_dict(),
@@ -161,6 +182,7 @@ class EpisodeRecorder:
         )
         metrics = {
             **rollout_metrics(trajectories),
+            "rollout/truncated": truncated_share(trajectories),
             **hop_metrics(trajectories, rows, exact),
             **self.pipeline.engine.last_stats,
             **self.pipeline.tool_metrics(reset=True),

@@ -11,7 +11,10 @@ from __future__ import annotations
 import bisect
 import json
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,8 @@ TRUNCATION_MARKS = (TOKEN_TRUNCATION_MARKER.strip(), TRUNCATION_MARKER.split("{"
 TEXT_CHARS = 300  # question and answer text kept in a summary (the episode view shows it whole)
 COLUMN_CHARS = 120  # dataset column values kept for filtering
 SHOWN_ELSEWHERE = ("question", "golden_answers")  # dataset columns a summary already holds
+# Where a search stops: a request answers in bounded time, even on a huge file or a needle found everywhere.
+SEARCH_TIME_LIMIT_S = 10.0
 
 
 def _cut(value: Any, limit: int) -> str | None:
@@ -48,15 +53,31 @@ def total_reward(record: Mapping[str, Any], weights: Mapping[str, float]) -> flo
     return sum(present) if present else None
 
 
-def summarize(record: Mapping[str, Any], index: int, weights: Mapping[str, float]) -> dict[str, Any]:
-    """What the list shows and filters on: step, rewards, finish, calls, failures, tools, hops, columns."""
+def task_text(record: Mapping[str, Any], task_columns: Sequence[str] = ()) -> Any:
+    """What the episode was asked: the trace's ``question``, else the first dataset column the prompt
+    template names (``task_columns``), else a ``question`` column, else the rendered user prompt."""
+    row = record.get("row") if isinstance(record.get("row"), Mapping) else {}
+    if record.get("question") is not None:
+        return record["question"]
+    for column in (*task_columns, "question"):
+        if row.get(column) is not None:
+            return row[column]
+    return record.get("user_prompt") or record.get("task")
+
+
+def summarize(
+    record: Mapping[str, Any], index: int, weights: Mapping[str, float], task_columns: Sequence[str] = ()
+) -> dict[str, Any]:
+    """What the list shows and filters on: step, task, rewards, finish, calls by tool, failures, hops,
+    columns."""
     row = record.get("row") if isinstance(record.get("row"), Mapping) else {}
     turns = [t for t in record.get("turns") or [] if isinstance(t, Mapping)]
     calls = [c for t in turns for c in t.get("calls") or [] if isinstance(c, Mapping)]
     observations = [t.get("observation") or "" for t in turns] + [c.get("observation") or "" for c in calls]
-    question = record.get("question") or row.get("question") or record.get("task")
+    question = task_text(record, task_columns)
     golden = record.get("golden_answers") or row.get("golden_answers")
     rewards = record.get("rewards") if isinstance(record.get("rewards"), Mapping) else {}
+    calls_by_tool = Counter(str(c.get("name")) for c in calls)
     return {
         "id": index,
         "step": _number(record.get("step")),
@@ -69,7 +90,7 @@ def summarize(record: Mapping[str, Any], index: int, weights: Mapping[str, float
         "turns": len(turns),
         "calls": len(calls),
         "failures": sorted({str(c["failure"]) for c in calls if c.get("failure")}),
-        "tools": sorted({str(c.get("name")) for c in calls}),
+        "calls_by_tool": dict(sorted(calls_by_tool.items())),
         "parse_errors": sum(len(t.get("parse_errors") or []) for t in turns),
         "truncated": any(mark in text for text in observations for mark in TRUNCATION_MARKS),
         "hops": row.get("hops"),
@@ -77,6 +98,14 @@ def summarize(record: Mapping[str, Any], index: int, weights: Mapping[str, float
         # What matches the same task across two eval reports: the dataset's id, else the question.
         "key": str(row["id"]) if row.get("id") is not None else _cut(question, 2000),
     }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The ids a search found, and whether it read every episode (False: stopped at its time limit)."""
+
+    ids: list[int]
+    complete: bool
 
 
 class EpisodeSource:
@@ -89,6 +118,8 @@ class EpisodeSource:
         redactor: applied to every summary and record before it leaves.
         report: an eval report's numbers, shown beside its episodes.
         weights: reward weights by name, for records without their total (traces before it was written).
+        task_columns: the dataset columns the recipe's prompt template names: where the task text is in
+            records without a ``question`` (traces written before the recorder stored one).
     """
 
     def __init__(
@@ -99,9 +130,11 @@ class EpisodeSource:
         redactor: Redactor,
         report: dict[str, Any] | None = None,
         weights: Mapping[str, float] | None = None,
+        task_columns: Sequence[str] = (),
     ) -> None:
         self.name, self.label, self.paths, self.redactor, self.report = name, label, paths, redactor, report
         self.weights = dict(weights or {})
+        self.task_columns = tuple(task_columns)
         self.files: dict[Path, GrowingJsonl] = {}
         self.generation = 0  # bumped when a file was replaced or cut: the page reloads the list
         self.indexing = False
@@ -133,7 +166,8 @@ class EpisodeSource:
         summaries = []
         first = len(self._summaries)
         for n, line in enumerate(lines):
-            summary = summarize(self.redactor.line(line.raw, line.value), first + n, self.weights)
+            record = self.redactor.line(line.raw, line.value)
+            summary = summarize(record, first + n, self.weights, self.task_columns)
             summaries.append(json.dumps(summary, default=str))
         with self._lock:
             offsets, ids = self._starts.setdefault(file.path, ([], []))
@@ -174,14 +208,23 @@ class EpisodeSource:
         record["id"] = index
         return record
 
-    def search(self, query: str) -> list[int]:
-        """Ids of the episodes whose line holds ``query`` (any field, case-insensitive for ASCII letters).
+    def search(self, query: str, time_limit_s: float = SEARCH_TIME_LIMIT_S) -> SearchResult:
+        """The episodes whose line holds ``query`` (any field, case-insensitive for ASCII letters).
 
         Matches the text as JSON writes it, so a query is escaped the same way; the files are scanned a
-        block at a time, cut at line ends, and a hit maps to its episode by the line offsets.
+        block at a time, cut at line ends, and a hit maps to its episode by the line offsets. An empty
+        query matches nothing; a scan past ``time_limit_s`` stops there and says so (``complete`` False).
         """
-        needles = {json.dumps(query.lower())[1:-1].encode(), query.lower().encode()}
+        # A JSON line never holds a raw newline, so a needle with one cannot match (and would loop).
+        needles = {
+            needle
+            for needle in (json.dumps(query.lower())[1:-1].encode(), query.lower().encode())
+            if needle and b"\n" not in needle
+        }
         found: set[int] = set()
+        if not needles:
+            return SearchResult([], complete=True)
+        deadline = time.monotonic() + time_limit_s
         with self._lock:  # one consistent list, even if a refresh starts over meanwhile
             starts, entries = list(self._starts.items()), self._entries
         for path, (offsets, ids) in starts:
@@ -189,6 +232,8 @@ class EpisodeSource:
             with path.open("rb") as handle:
                 position = 0
                 while position < file.offset:
+                    if time.monotonic() > deadline:
+                        return SearchResult(sorted(found), complete=False)
                     block = handle.read(min(BLOCK_BYTES * 8, file.offset - position))
                     end = block.rfind(b"\n") + 1 or len(block)
                     handle.seek(position + end)
@@ -200,7 +245,7 @@ class EpisodeSource:
                             _, start, length = entries[ids[line]] if line >= 0 else (None, 0, 0)
                             if position + hit < start + length:  # not in a skipped (malformed) line
                                 found.add(ids[line])
-                            next_line = text.find(b"\n", hit)
-                            hit = text.find(needle, next_line) if next_line >= 0 else -1
+                            next_line = text.find(b"\n", hit)  # one hit per line is enough
+                            hit = text.find(needle, next_line + 1) if next_line >= 0 else -1
                     position += end
-        return sorted(found)
+        return SearchResult(sorted(found), complete=True)

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from mcp_rl.configs import PromptConfig
+from mcp_rl.data import template_fields
 from mcp_rl.errors import ConfigError
 from mcp_rl.server_config import redacted_servers, server_secrets
 from mcp_rl.viewer.episodes import TRUNCATION_MARKS, EpisodeSource
@@ -39,6 +41,12 @@ def reward_weights(recipe: dict[str, Any] | None) -> dict[str, float]:
             name = str(options.get("label") or spec.get("label") or spec["name"]).rsplit(":", 1)[-1]
             weights.setdefault(name, float(spec.get("weight", 1.0)))
     return weights
+
+
+def task_columns(recipe: dict[str, Any] | None) -> list[str]:
+    """The dataset columns the recipe's user prompt template names (the default template's without one)."""
+    template = ((recipe or {}).get("prompt") or {}).get("user_template")
+    return template_fields(template if isinstance(template, str) else PromptConfig().user_template)
 
 
 def _finite_numbers(row: dict[str, Any]) -> dict[str, float]:
@@ -90,6 +98,7 @@ class RunData:
         self.recipe = self.redactor.value(recipe) if recipe is not None else None
         self.metrics = MetricsLog(self.run_dir / "metrics.jsonl")
         self.weights = reward_weights(recipe)
+        self.task_columns = task_columns(recipe)
         self.sources: dict[str, EpisodeSource] = {
             "train": EpisodeSource(
                 "train",
@@ -98,6 +107,7 @@ class RunData:
                 self.redactor,
                 None,
                 self.weights,
+                self.task_columns,
             )
         }
         self.notes: list[str] = []
@@ -136,7 +146,12 @@ class RunData:
         model = report.get("model")
         label = f"eval {path.name}" + (f" (model {model})" if model else "")
         self.sources[name] = EpisodeSource(
-            name, self.redactor.text(label), lambda: [episodes], self.redactor, self.redactor.value(report)
+            name,
+            self.redactor.text(label),
+            lambda: [episodes],
+            self.redactor,
+            self.redactor.value(report),
+            task_columns=self.task_columns,
         )
 
     # -- reading --------------------------------------------------------------------------------------

@@ -6,10 +6,12 @@
     GET /api/metrics?since=N       metrics.jsonl rows from N on
     GET /api/summaries?source=S&since=N&limit=M   episode summaries from N on, M at most
     GET /api/episode?source=S&id=N                one episode whole
-    GET /api/search?source=S&q=TEXT               ids of the episodes holding TEXT
+    GET /api/search?source=S&q=TEXT               ids of the episodes holding TEXT, and whether every
+                                                  episode was searched (a search stops at a time limit)
 
 A watcher thread re-reads the files every second; requests only read what it indexed, so a large file
-never holds a request up: the page shows the episodes read so far and asks again.
+never holds a request up: the page shows the episodes read so far and asks again. Every request ends in
+bounded time: a search stops at its time limit, and a client that stops sending is dropped.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from mcp_rl.viewer.run_data import RunData
 
 HOST = "127.0.0.1"  # never another interface: the page shows prompts, answers and tool output
 MAX_LIMIT = 50_000
+REQUEST_TIMEOUT_S = 30.0  # a connection silent this long is closed (its thread would wait forever)
 SECURITY_HEADERS = {
     # Everything the page needs comes from this server; nothing runs or loads from elsewhere.
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'",
@@ -75,6 +78,13 @@ def handler_for(data: RunData) -> type[BaseHTTPRequestHandler]:
             raise BadRequest(f"no episode source {name!r}; sources: {', '.join(data.sources)}")
         return data.sources[name]
 
+    def search(query: dict[str, list[str]]) -> str:
+        text = (query.get("q") or [""])[0]
+        if not text:
+            raise BadRequest("q is empty: give the text to search for (the page lists every episode without)")
+        found = source(query).search(text)
+        return json.dumps({"ids": found.ids, "complete": found.complete})
+
     def episode(query: dict[str, list[str]]) -> str:
         try:
             return json.dumps(source(query).record(_int(query, "id")), default=str)
@@ -88,11 +98,12 @@ def handler_for(data: RunData) -> type[BaseHTTPRequestHandler]:
             _int(q, "since", 0), min(MAX_LIMIT, _int(q, "limit", 5000))
         ),
         "/api/episode": episode,
-        "/api/search": lambda q: json.dumps({"ids": source(q).search((q.get("q") or [""])[0])}),
+        "/api/search": search,
     }
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "mcp-rl-view"
+        timeout = REQUEST_TIMEOUT_S
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
             pass

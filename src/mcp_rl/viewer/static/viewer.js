@@ -34,20 +34,21 @@
     search: async (source, text) => {
       const needle = text.toLowerCase();
       const whole = EMBEDDED.episodes[source] || {};
-      return (EMBEDDED.summaries[source] || [])
+      const ids = (EMBEDDED.summaries[source] || [])
         .filter((s) => JSON.stringify(whole[s.id] || s).toLowerCase().includes(needle)).map((s) => s.id);
+      return { ids, complete: true };
     },
   } : {
     meta: () => get("/api/meta"),
     metrics: (since) => get(`/api/metrics?since=${since}`),
     summaries: (source, since) => get(`/api/summaries?source=${q(source)}&since=${since}&limit=${CHUNK}`),
     episode: (source, id) => get(`/api/episode?source=${q(source)}&id=${id}`),
-    search: (source, text) => get(`/api/search?source=${q(source)}&q=${q(text)}`).then((r) => r.ids),
+    search: (source, text) => get(`/api/search?source=${q(source)}&q=${q(text)}`),
   };
 
   const state = {
     meta: null, metrics: [], metricsGeneration: null, sources: {},
-    page: 0, searchIds: null, searchFor: "", selected: null, comparePage: 0,
+    page: 0, searchIds: null, searchFor: "", searchComplete: true, selected: null, comparePage: 0,
   };
 
   // -- small DOM helpers --------------------------------------------------------------------------------
@@ -128,6 +129,7 @@
       let changed = false;
       for (const source of meta.sources) changed = (await loadSource(source.name)) || changed;
       if (changed || first) { renderFacets(); renderList(); renderCompare(); }
+      if (first) openFromHash();
       renderStatus();
     } catch (error) {
       $("status").textContent = `cannot read the run: ${error.message} (trying again)`;
@@ -179,6 +181,7 @@
     ["Exact match (EM)", (rows) => named(rows, [["rewards/exact_match/mean", "exact match"]])],
     ["Tool calls per episode", (rows) => named(rows, [["rollout/calls_per_trajectory", "calls / episode"],
       ["rollout/turns_mean", "turns / episode"], ["rollout/answered", "answered"],
+      ["rollout/truncated", "cut by a token limit"],
       ["rollout/parse_errors_per_trajectory", "parse errors / episode"]])],
     ["Failed calls by kind", (rows) => {
       const kinds = new Set();
@@ -193,6 +196,10 @@
     ["Tokens per episode", (rows) => named(rows, [["rollout/model_tokens_mean", "model (in the loss)"],
       ["rollout/observation_tokens_mean", "observation (masked)"]])],
   ];
+  // TRL's completion-length numbers count an episode as clipped unless its last token is EOS; ours end on a
+  // stop string or an observation, so they read 1.0 (and "terminated" lengths are empty) on every step.
+  const TRL_EOS_METRICS = /^completions\/(clipped_ratio|(mean|min|max)_terminated_length)$/;
+  const metricLabel = (key) => (TRL_EOS_METRICS.test(key) ? `${key} (TRL: no EOS at the end; see rollout/truncated)` : key);
   let charts = [];
   let pickedMetric = "loss";
 
@@ -240,11 +247,11 @@
     if (!keys.includes(pickedMetric)) pickedMetric = keys[0];
     const holder = el("div", { class: "chart" });
     const picker = el("select", { "aria-label": "metric", onchange: (e) => { pickedMetric = e.target.value; renderCharts(); } },
-      keys.map((k) => el("option", { value: k, selected: k === pickedMetric }, k)));
+      keys.map((k) => el("option", { value: k, selected: k === pickedMetric }, metricLabel(k))));
     const inner = el("div");
     holder.append(picker, inner);
     box.append(holder);
-    charts.push(chart(inner, pickedMetric, named(rows, [[pickedMetric, pickedMetric]]), steps));
+    charts.push(chart(inner, metricLabel(pickedMetric), named(rows, [[pickedMetric, metricLabel(pickedMetric)]]), steps));
   }
 
   // -- the episode list -------------------------------------------------------------------------------
@@ -271,6 +278,7 @@
     $("compare-form").addEventListener("input", () => { state.comparePage = 0; renderCompare(); });
     $("compare-prev").addEventListener("click", () => { state.comparePage = Math.max(0, state.comparePage - 1); renderCompare(); });
     $("compare-next").addEventListener("click", () => { state.comparePage += 1; renderCompare(); });
+    window.addEventListener("hashchange", openFromHash);
     window.addEventListener("resize", () => { clearTimeout(state.resizing); state.resizing = setTimeout(renderCharts, 200); });
   }
 
@@ -288,8 +296,10 @@
     setOptions(f.rewardKey, distinct((x) => Object.keys(x.rewards)), [""]);
     setOptions(f.finish, distinct((x) => x.finish), [""]);
     setOptions(f.failure, distinct((x) => x.failures), ["", "__some__", "__none__"]);
-    setOptions(f.tool, distinct((x) => x.tools), ["", "__none__"]);
-    setOptions(f.hops, distinct((x) => x.hops).sort((a, b) => a - b), [""]);
+    setOptions(f.tool, distinct((x) => Object.keys(x.calls_by_tool || {})), ["", "__none__"]);
+    const hops = distinct((x) => x.hops).sort((a, b) => a - b);
+    setOptions(f.hops, hops, [""]);
+    f.hops.closest("label").hidden = !hops.length;
     setOptions(f.column, distinct((x) => Object.keys(x.columns)), [""]);
     renderColumnValues();
   }
@@ -310,9 +320,10 @@
       if (!text) { state.searchIds = null; state.page = 0; renderList(); return; }
       $("list-info").textContent = `searching for “${text}”…`;
       try {
-        const ids = await api.search(currentSource(), text);
+        const found = await api.search(currentSource(), text);
         if (state.searchFor !== text) return; // a newer search started
-        state.searchIds = new Set(ids);
+        state.searchIds = new Set(found.ids);
+        state.searchComplete = found.complete;
       } catch (error) { $("list-info").textContent = `search failed: ${error.message}`; return; }
       state.page = 0; renderList();
     }, 300);
@@ -333,7 +344,7 @@
       if (rMax !== null && !(r !== null && r !== undefined && r <= rMax)) return false;
       if (finish && x.finish !== finish) return false;
       if (failure === "__some__" ? !x.failures.length : failure === "__none__" ? x.failures.length : failure && !x.failures.includes(failure)) return false;
-      if (tool === "__none__" ? x.calls : tool && !x.tools.includes(tool)) return false;
+      if (tool === "__none__" ? x.calls : tool && !(tool in (x.calls_by_tool || {}))) return false;
       if (hops && String(x.hops) !== hops) return false;
       if (column && columnValue && !String(x.columns[column] ?? "").toLowerCase().includes(columnValue)) return false;
       return !(ids && !ids.has(x.id));
@@ -349,6 +360,13 @@
     return kept.sort(by);
   }
 
+  // "called calculate ×2, search" from {tool name: calls}: named by the tools the episode really called.
+  function calledText(byTool, none = "called no tool") {
+    const entries = Object.entries(byTool || {});
+    if (!entries.length) return none;
+    return "called " + entries.map(([name, n]) => (n > 1 ? `${name} ×${n}` : name)).join(", ");
+  }
+
   function failureBadges(x) {
     return [...x.failures.map((k) => el("span", { class: "badge fail" }, k)), x.truncated ? el("span", { class: "badge cut", title: "an observation was truncated" }, "cut") : null];
   }
@@ -362,7 +380,8 @@
     const shown = rows.slice(state.page * PAGE, (state.page + 1) * PAGE);
     const source = state.sources[currentSource()] || {};
     $("list-info").textContent = `${rows.length.toLocaleString()} of ${all.length.toLocaleString()} episodes match` +
-      (source.indexing ? " (still reading the file)" : "") + (state.searchFor ? ` · text “${state.searchFor}”` : "");
+      (source.indexing ? " (still reading the file)" : "") + (state.searchFor ? ` · text “${state.searchFor}”` : "") +
+      (state.searchFor && !state.searchComplete ? " (the search stopped at its time limit: not every episode was read)" : "");
     $("page-info").textContent = `page ${state.page + 1} of ${pages}`;
     $("list").tBodies[0].replaceChildren(...shown.map((x) => el("tr", {
       tabindex: 0, "data-id": x.id, class: state.selected && state.selected.source === currentSource() && state.selected.id === x.id ? "selected" : null,
@@ -371,16 +390,35 @@
     },
       el("td", {}, x.id), el("td", {}, x.step ?? "–"), el("td", { title: x.question || "" }, x.question || ""),
       el("td", { title: x.answer || "" }, x.answer ?? "(none)"), el("td", { title: x.golden || "" }, x.golden || ""),
-      el("td", {}, fmt(x.reward, 2)), el("td", {}, x.calls), el("td", {}, failureBadges(x)), el("td", {}, x.finish || ""))));
+      el("td", {}, fmt(x.reward, 2)), el("td", { title: calledText(x.calls_by_tool) }, calledText(x.calls_by_tool, "")),
+      el("td", {}, failureBadges(x)), el("td", {}, x.finish || ""))));
   }
 
   // -- one episode ------------------------------------------------------------------------------------
+  const episodeHash = (source, id) => `#episode=${encodeURIComponent(source)}/${id}`;
+
+  // The episode a URL fragment names (#episode=train/12), or null.
+  function hashEpisode() {
+    const match = location.hash.match(/^#episode=([^/]+)\/(\d+)$/);
+    return match ? { source: decodeURIComponent(match[1]), id: Number(match[2]) } : null;
+  }
+
+  function openFromHash() {
+    const wanted = hashEpisode();
+    if (!wanted || !state.meta || !state.meta.sources.some((s) => s.name === wanted.source)) return;
+    if (state.selected && state.selected.source === wanted.source && state.selected.id === wanted.id) return;
+    if (form().source.value !== wanted.source) { form().source.value = wanted.source; renderFacets(); }
+    openEpisode(wanted.source, wanted.id);
+  }
+
   async function openEpisode(source, id) {
     state.selected = { source, id };
+    if (location.hash !== episodeHash(source, id)) location.hash = episodeHash(source, id); // back: the one before
     renderList();
     const section = $("episode");
     section.hidden = false;
-    $("episode-title").textContent = `#${id}`;
+    $("episode-title").replaceChildren(el("a", { href: episodeHash(source, id), title: "a link to this episode" }, `#${id}`),
+      source === "train" ? "" : ` (${(state.meta.sources.find((s) => s.name === source) || {}).label || source})`);
     $("conversation").replaceChildren(el("p", {}, "loading…"));
     try {
       const record = await api.episode(source, id);
@@ -398,15 +436,18 @@
   function conversation(record) {
     const row = record.row || {};
     const question = record.question ?? row.question ?? record.task;
+    const prompt = record.user_prompt ?? record.task ?? question;
     const golden = record.golden_answers ?? row.golden_answers;
     const rewards = record.rewards || {};
     const turns = record.turns || [];
     const calls = turns.flatMap((t) => t.calls || []);
     const total = record.reward ?? null;
     const head = [record.step !== undefined ? `step ${record.step}` : null, `finished by ${record.finish_reason}`,
-      `${turns.length} turns`, `${calls.length} calls`, total !== null ? `reward ${fmt(total)}` : null].filter(Boolean).join(" · ");
+      `${turns.length} turns`, calledText(calls.reduce((by, c) => ({ ...by, [c.name]: (by[c.name] || 0) + 1 }), {})),
+      total !== null ? `reward ${fmt(total)}` : null].filter(Boolean).join(" · ");
     const parts = [el("p", { class: "info" }, head),
-      el("div", { class: "block masked" }, el("div", { class: "label" }, "task (in the prompt: not trained on)"), el("pre", {}, question ?? ""))];
+      el("div", { class: "block masked task" }, el("div", { class: "label" }, "user prompt (prompt.user_template filled with the row; in the prompt: not trained on)"),
+        el("pre", {}, prompt ?? ""))];
     turns.forEach((turn, i) => {
       parts.push(el("div", { class: "block model" },
         el("div", { class: "label" }, `model turn ${i + 1} · ${turn.generated_tokens ?? "?"} tokens · in the loss`),
@@ -460,7 +501,7 @@
       .filter(([x, y]) => ({ all: true, changed: score(x) !== score(y), better: score(y) > score(x), worse: score(y) < score(x) })[f.show.value]);
     const pages = Math.max(1, Math.ceil(pairs.length / PAGE));
     state.comparePage = Math.min(state.comparePage, pages - 1);
-    $("compare-page").textContent = `${pairs.length} questions in both · page ${state.comparePage + 1} of ${pages}`;
+    $("compare-page").textContent = `${pairs.length} tasks in both · page ${state.comparePage + 1} of ${pages}`;
     $("compare-list").tBodies[0].replaceChildren(...pairs.slice(state.comparePage * PAGE, (state.comparePage + 1) * PAGE).map(([x, y]) => {
       const cls = score(y) > score(x) ? "better" : score(y) < score(x) ? "worse" : "";
       return el("tr", { tabindex: 0, onclick: () => openPair(a, x.id, b, y.id) },
