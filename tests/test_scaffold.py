@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,17 +17,23 @@ from mcp_rl.pool import ToolSpec
 from mcp_rl.recipe import load_recipe
 from mcp_rl.scaffold import (
     ExampleCall,
+    ScaffoldError,
     choose_parser,
+    episode_scope_advice,
     example_arguments,
     few_shot_messages,
     format_call,
+    read_only_arguments,
+    scaffold,
     server_from_command,
 )
 
 
-def _tool(name: str, properties: dict[str, Any], required: list[str]) -> ToolSpec:
+def _tool(name: str, properties: dict[str, Any], required: list[str], *, read_only: bool = False) -> ToolSpec:
     schema = {"type": "object", "properties": properties, "required": required}
-    return ToolSpec(name=name, server="s", remote_name=name, description="", input_schema=schema)
+    return ToolSpec(
+        name=name, server="s", remote_name=name, description="", input_schema=schema, read_only=read_only
+    )
 
 
 def test_example_arguments_come_from_the_schema_only() -> None:
@@ -104,10 +111,17 @@ def test_init_on_the_echo_server_writes_a_recipe_that_rolls_out(tmp_path: Path, 
     servers = {"mcpServers": {"echo": {"command": sys.executable, "args": [ECHO_SERVER]}}}
     config = tmp_path / "servers.json"
     config.write_text(json.dumps(servers))
-    result = run_cli("init", "--config", str(config), "--dir", str(tmp_path), "--timeout", "1")
+    result = run_cli(
+        "init", "--config", str(config), "--dir", str(tmp_path), "--timeout", "1", "--model", tiny_folder
+    )
     assert result.returncode == 0, result.stderr
     assert "echo not called: no example, default or enum for its required parameter(s) text" in result.stdout
     assert "hang not called: its call failed (timeout" in result.stdout
+    # None of the echo tools declares readOnlyHint, none can check state: the advice, no skeleton.
+    assert "warning: echo: echo, sleep, hang, fail, pid declare no readOnlyHint" in result.stdout
+    assert "no read-only tool could be called to check what an episode wrote" in result.stdout
+    assert not (tmp_path / "echo_rewards.py").exists()
+    assert re.search(r"cost: prompt [\d,]+ tokens \([\d,]+ of them the 5 tool schema\(s\)\)", result.stdout)
     text = (tmp_path / "echo.yaml").read_text()
     assert "# few-shot: sleep has no example call" in text
     recipe = load_recipe(str(tmp_path / "echo.yaml"))
@@ -133,7 +147,9 @@ def test_init_on_the_echo_server_writes_a_recipe_that_rolls_out(tmp_path: Path, 
 
 
 def test_init_on_the_calculator_uses_tags_and_a_real_result(tmp_path: Path, tiny_folder: str) -> None:  # noqa: F811
-    result = run_cli("init", "--server", "python -m tool_servers.calculator", "--dir", str(tmp_path))
+    result = run_cli(
+        "init", "--server", "python -m tool_servers.calculator", "--dir", str(tmp_path), "--no-measure"
+    )
     assert result.returncode == 0, result.stderr
     path = tmp_path / "calculator.yaml"
     recipe = load_recipe(str(path))
@@ -148,3 +164,40 @@ def test_init_on_the_calculator_uses_tags_and_a_real_result(tmp_path: Path, tiny
     shown = run_cli("rollout", "--recipe", str(path), "--n", "2", "--model", tiny_folder)
     assert shown.returncode == 0, shown.stderr[-3000:]
     assert "━━ episode 2: TODO: a task your tools help solve" in shown.stdout
+
+
+def test_a_read_only_tool_gets_the_servers_folder_for_a_path_and_a_writing_one_never(tmp_path: Path) -> None:
+    path = {"path": {"type": "string"}}
+    assert read_only_arguments(_tool("ls", path, ["path"], read_only=True), [str(tmp_path)]) == {
+        "path": str(tmp_path)
+    }
+    assert read_only_arguments(_tool("rm", path, ["path"]), [str(tmp_path)]) is None  # may write
+    text = {"text": {"type": "string"}}  # not a path: nothing to take
+    assert read_only_arguments(_tool("grep", text, ["text"], read_only=True), [str(tmp_path)]) is None
+    assert read_only_arguments(_tool("ls", path, ["path"], read_only=True), []) is None
+
+
+def test_the_episode_scope_advice_names_the_writing_tools_and_the_folder(tmp_path: Path) -> None:
+    tools = [_tool("ls", {}, [], read_only=True), _tool("write", {}, []), _tool("move", {}, [])]
+    entry = {"command": "npx", "args": ["-y", "server-filesystem", str(tmp_path)]}
+    advice = episode_scope_advice("s", entry, tools)
+    assert advice is not None and advice.startswith("s: write, move declare no readOnlyHint")
+    assert (
+        f'"${{episode.dir}}/{tmp_path.name}" in place of {tmp_path}, setup: [{{copy: {tmp_path}}}]' in advice
+    )
+    assert episode_scope_advice("s", {**entry, "scope": "episode"}, tools) is None  # already per episode
+    assert episode_scope_advice("s", entry, tools[:1]) is None  # read-only tools only
+
+
+def test_init_tools_names_an_unknown_tool_and_keeps_the_others_out(tmp_path: Path) -> None:
+    servers = {"echo": {"command": sys.executable, "args": [ECHO_SERVER]}}
+    with pytest.raises(ScaffoldError, match="--tools: no tool named 'nope'; the servers have: echo, sleep"):
+        scaffold(servers, "echo", tmp_path, tools=["pid", "nope"], measure=False)
+    assert not (tmp_path / "echo.yaml").exists()
+    with pytest.raises(ScaffoldError, match="--tools: name at least one tool"):
+        scaffold(servers, "echo", tmp_path, tools=[], measure=False)
+    result = scaffold(servers, "echo", tmp_path, tools=["pid"], measure=False)
+    recipe = load_recipe(str(result.recipe_path))
+    assert recipe.tools.mcpServers["echo"]["includeTools"] == ["pid"]
+    assert [call.tool for call in result.calls] == ["pid"] and not result.skipped
+    assert "sleep" not in json.dumps(recipe.prompt.few_shot)

@@ -27,15 +27,31 @@ class MetricsFile(TrainerCallback):
 
 
 class RunProgress(TrainerCallback):
-    """One progress bar: step, reward, exact match, tool calls per second, ETA."""
+    """One progress bar: step, reward, exact match, tool calls per second, ETA; and once, after the first
+    ``pace_steps`` steps, one line with the time the rest will take at their pace."""
 
-    def __init__(self) -> None:
+    def __init__(self, pace_steps: int = 3) -> None:
         self.bar: Any = None
         self.started = time.monotonic()
+        self.pace_steps = pace_steps
+        self.first_step: int | None = None  # the step this run (or resume) started from, and when
+        self.began = self.started
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.first_step, self.began = state.global_step, time.monotonic()
         if state.is_world_process_zero:
             self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="train", unit="step")
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if self.bar is None or self.first_step is None:
+            return
+        done, left = state.global_step - self.first_step, state.max_steps - state.global_step
+        if done == self.pace_steps and left > 0:
+            pace_s = (time.monotonic() - self.began) / done
+            self.bar.write(
+                f"~{pace_s * left / 60:.0f} min for the {left} steps left at the pace of the first {done} "
+                f"({pace_s:.1f} s a step)"
+            )
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **_: Any

@@ -7,7 +7,7 @@ Everything a run writes lands in its output folder:
     metrics.jsonl        one line per logged step (TRL's metrics, rewards, tool counters)
     traces.jsonl         every rollout: turns, calls, observations, rewards
     summary.json         the run in numbers;  training.png: reward and exact match over steps
-    recipe.yaml          the resolved recipe;  tool_servers.log: the servers' stderr
+    recipe.yaml          the resolved recipe;  tool_servers.log: the servers' stderr (capped, rotated)
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from mcp_rl.assembly import tool_pool
 from mcp_rl.callbacks import MetricsFile, RunProgress
+from mcp_rl.checkpoints import OptimizerStateInNewestOnly, run_checkpoints
 from mcp_rl.configs import Recipe
 from mcp_rl.data import check_data, load_split
 from mcp_rl.errors import ConfigError, DataError
 from mcp_rl.models import cpu_supports_bf16, load_model, train_top_layers
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.plots import plot_metrics, read_metrics
+from mcp_rl.pool.server_logs import command_server_log
+from mcp_rl.prompt_cost import measure_prompt_cost
 from mcp_rl.recipe import recipe_to_yaml
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.trainer import COMPLETE_MARKER, MCPGRPOTrainer, last_complete_checkpoint
@@ -160,7 +163,7 @@ def train(
     with contextlib.ExitStack() as stack:
         with _removed_on_failure(output):  # a folder made here is taken back if the set-up fails
             output.mkdir(parents=True, exist_ok=True)
-            errlog = stack.enter_context((output / "tool_servers.log").open("a"))
+            errlog = stack.enter_context(command_server_log("train", run_folder=output))
             # Servers and rewards before the model: their mistakes are found in seconds, not after a load.
             pool = stack.enter_context(tool_pool(recipe, errlog))
             reward_funcs, args.reward_weights = build_reward_functions(recipe.rewards, pool)
@@ -188,9 +191,12 @@ def train(
         # Our bar replaces both of transformers' own (the bar, or raw log dicts printed when it is off).
         trainer.remove_callback(ProgressCallback)
         trainer.remove_callback(PrinterCallback)
+        trainer.add_callback(OptimizerStateInNewestOnly())  # after CheckpointMarker: the newest is complete
         trainable = trainer.model.num_parameters(only_trainable=True)  # under LoRA: the adapters
         if recipe.warm_start.demonstrations and checkpoint is None:  # a checkpoint already holds its weights
             run_warm_start(recipe, trainer, pipeline, output)
+        first_row = dict(trainer.train_dataset[0])
+        print(measure_prompt_cost(recipe, pipeline.parser, pool.tools, first_row, tokenizer=tokenizer).line())
         trainer.train(resume_from_checkpoint=checkpoint)
         final = output / "final"
         trainer.save_model(str(final))
@@ -199,6 +205,7 @@ def train(
     plot = plot_metrics(metrics, output / "training.png")
     summary = summarize(metrics, time.monotonic() - started, resumed_from=checkpoint)
     summary["trainable_parameters"] = trainable
+    summary["checkpoints"] = run_checkpoints(output)  # bytes by part: weights, optimizer (newest only), other
     summary["plot"] = str(plot) if plot else None
     summary["final_model"] = str(output / "final")
     (output / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -9,11 +9,15 @@ The steps are plain functions, each usable on its own:
 * :func:`format_call` / :func:`few_shot_messages`: real calls → chat turns written by the chosen parser's own
   format, each checked to parse back to the same call;
 * :func:`recipe_dict` and :func:`task_rows`: everything → a recipe mapping and template task rows;
-* :func:`scaffold`: connect, call each tool once, write ``NAME.yaml`` and ``NAME.tasks.jsonl``.
+* :func:`allowed_tools`, :func:`episode_scope_advice`, :func:`reward_skeleton`: an ``includeTools`` list per
+  server, the advice to give a writing server a fresh instance per episode, a state-checking reward;
+* :func:`scaffold`: connect, call each tool once, write ``NAME.yaml`` and ``NAME.tasks.jsonl`` (and
+  ``NAME_rewards.py`` for a server that writes), and measure what the prompt costs.
 
 The recipe is written with :func:`mcp_rl.recipe.recipe_to_yaml` and checked with ``recipe_from_dict``, so it
 loads as written. Only tools whose arguments can be derived are called: a call can have side effects, so
-nothing is invented for a parameter without an example.
+nothing is invented for a parameter without an example, except a path for a tool that declares
+``readOnlyHint``, which is given the folder the server was started on.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ import yaml
 
 from mcp_rl.configs import Recipe, validate_config
 from mcp_rl.errors import ConfigError
+from mcp_rl.models import load_model, load_tokenizer, resolve_model_path
 from mcp_rl.parsers import Parser, TagParser, ToolCall, ToolCallParser, build_parser
 from mcp_rl.pool import BlockingToolPool, ToolSpec
+from mcp_rl.prompt_cost import PromptCost, measure_prompt_cost
 from mcp_rl.recipe import recipe_from_dict, recipe_to_yaml
 from mcp_rl.server_config import parse_mcp_servers
 
@@ -39,14 +45,19 @@ __all__ = [
     "ExampleCall",
     "Scaffold",
     "ScaffoldError",
+    "allowed_tools",
     "choose_parser",
+    "episode_scope_advice",
     "example_arguments",
     "example_value",
     "few_shot_messages",
     "format_call",
     "missing_parameters",
+    "read_only_arguments",
     "recipe_dict",
+    "reward_skeleton",
     "scaffold",
+    "server_folders",
     "server_from_command",
     "task_rows",
 ]
@@ -64,6 +75,12 @@ PLACEHOLDER_ROW = {
     ANSWER_COLUMN: "TODO: its reference answer",
 }
 SYSTEM_PROMPT = "Solve the task with the tools, one call at a time; then give the final answer."
+# Past this the tool schemas, read by every sample of every step, dominate a small model's step: the shipped
+# recipes' whole prompts are well under it (README, "Train on your own MCP server").
+PROMPT_WARNING_TOKENS = 1024
+# Words that mark a string parameter as a path, which a read-only tool may be given the server's folder for.
+_PATH_WORDS = ("path", "dir", "folder")
+STATE_REWARD = "state_check"
 
 
 class ScaffoldError(ConfigError):
@@ -88,6 +105,9 @@ class Scaffold:
     parser: str
     calls: list[ExampleCall] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # tool -> why it was not called
+    warnings: list[str] = field(default_factory=list)
+    rewards_path: Path | None = None  # the state-checking reward skeleton, for a server that writes
+    cost: PromptCost | None = None
 
 
 # -- schema → arguments -------------------------------------------------------------------------------
@@ -160,6 +180,113 @@ def missing_parameters(schema: Mapping[str, Any]) -> list[str]:
         for name in schema.get("required") or []
         if not isinstance(properties.get(name), Mapping) or example_value(properties[name]) is _MISSING
     ]
+
+
+def server_folders(entry: Mapping[str, Any]) -> list[str]:
+    """The arguments of a server's command that are folders here (a filesystem server's sandbox, say)."""
+    args = entry.get("args") if isinstance(entry, Mapping) else None
+    return [str(a) for a in args or [] if isinstance(a, str) and "${" not in a and Path(a).is_dir()]
+
+
+def read_only_arguments(tool: ToolSpec, folders: Sequence[str]) -> dict[str, Any] | None:
+    """Arguments for a tool that declares ``readOnlyHint``: its example arguments, with a required path-like
+    string that has none given the first of the server's ``folders`` (calling it changes nothing)."""
+    if not tool.read_only or not folders:
+        return None
+    properties = tool.input_schema.get("properties") or {}
+    arguments: dict[str, Any] = {}
+    for name in tool.input_schema.get("required") or []:
+        parameter = properties.get(name)
+        if not isinstance(parameter, Mapping):
+            return None
+        value = example_value(parameter)
+        if value is _MISSING:
+            if _types(parameter) != ["string"] or not any(word in name.lower() for word in _PATH_WORDS):
+                return None
+            value = folders[0]
+        arguments[name] = value
+    return arguments
+
+
+# -- which tools, which scope -------------------------------------------------------------------------
+def allowed_tools(
+    pool: BlockingToolPool, servers: Sequence[str], names: Sequence[str]
+) -> dict[str, list[str]]:
+    """``--tools a,b`` → each of ``servers``' ``includeTools`` (its own tool names; empty for a server none
+    of them is on), or a :class:`ScaffoldError` naming a tool no server has."""
+    chosen: dict[str, list[str]] = {server: [] for server in servers}
+    for name in names:
+        spec = pool.resolve(name)
+        if spec is None:
+            available = ", ".join(tool.name for tool in pool.tools)
+            raise ScaffoldError(f"--tools: no tool named {name!r}; the servers have: {available}")
+        if spec.remote_name not in chosen[spec.server]:
+            chosen[spec.server].append(spec.remote_name)
+    return chosen
+
+
+def episode_scope_advice(server: str, entry: Mapping[str, Any], tools: Sequence[ToolSpec]) -> str | None:
+    """The advice for a server whose tools may write (no ``readOnlyHint``): a fresh instance per episode,
+    started on a copy of the folder it was given, so one episode's writes are not the next one's start."""
+    writing = [tool.name for tool in tools if tool.server == server and not tool.read_only]
+    if not writing or entry.get("scope") == "episode":
+        return None
+    advice = (
+        f"{server}: {', '.join(writing)} {'declares' if len(writing) == 1 else 'declare'} no readOnlyHint, "
+        "so what one episode writes is the next one's start; give each episode its own instance: "
+        "scope: episode"
+    )
+    folders = server_folders(entry)
+    if folders:
+        copy = Path(folders[0]).name
+        advice += (
+            f', args with "${{episode.dir}}/{copy}" in place of {folders[0]}, setup: [{{copy: {folders[0]}}}]'
+        )
+    return advice
+
+
+def reward_skeleton(recipe_name: str, check: ExampleCall, folder: str | None = None) -> str:
+    """A reward module that checks the state an episode left by calling a read-only tool on the episode's
+    own instance, instead of trusting the words of the final answer. ``folder``: the server's folder in the
+    check's arguments, which becomes the episode's own copy of it under ``scope: episode``."""
+    arguments = json.dumps(check.arguments, ensure_ascii=False)
+    return f'''"""Rewards of the {recipe_name} recipe that check what an episode did, not what the model says.
+
+Written by `mcp-rl init` as a starting point: edit the check to what your tasks change. A reward runs while
+the episode's own server instance (scope: episode) is still up, so its calls see the state that episode
+left, in the episode's own copy of the server's folder (trajectory.tools.dir / the folder's name).
+"""
+
+import json
+from pathlib import Path
+
+CHECK_TOOL = {check.tool!r}
+CHECK_ARGUMENTS = {arguments}
+SERVER_FOLDER = {folder!r}
+
+
+def check_arguments(trajectory):
+    """CHECK_ARGUMENTS, with SERVER_FOLDER moved to the episode's copy of it when the episode has one."""
+    if SERVER_FOLDER is None or trajectory.tools.dir is None:
+        return CHECK_ARGUMENTS
+    copy = str(Path(trajectory.tools.dir) / Path(SERVER_FOLDER).name)
+    text = json.dumps(CHECK_ARGUMENTS).replace(json.dumps(SERVER_FOLDER)[1:-1], json.dumps(copy)[1:-1])
+    return json.loads(text)
+
+
+def {STATE_REWARD}(trajectories, {ANSWER_COLUMN}, **columns):
+    """1.0 when CHECK_TOOL's output on the episode's own instance holds the row's answer; 0.0 when not, or
+    when the tool answers with an error ("no such file"); None (the sample is left out) when the check
+    could not be made at all (server down, timeout)."""
+    scores = []
+    for trajectory, expected in zip(trajectories, {ANSWER_COLUMN}, strict=True):
+        result = trajectory.tools.call(CHECK_TOOL, check_arguments(trajectory))
+        if result.ok:
+            scores.append(float(str(expected) in result.text))
+        else:
+            scores.append(0.0 if result.failure == "tool error" else None)
+    return scores
+'''
 
 
 # -- tools → parser -----------------------------------------------------------------------------------
@@ -268,12 +395,17 @@ def recipe_dict(
     parser: tuple[str, dict[str, Any]],
     few_shot: Sequence[Mapping[str, str]],
     tasks_path: Path,
+    *,
+    rewards_path: Path | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
-    """The starting recipe as a mapping: the servers as given, the parser, the prompt, the data, rewards."""
-    return {
+    """The starting recipe as a mapping: the servers as given, the parser, the prompt, the data, rewards
+    (the state check of ``rewards_path`` in place of exact match, when there is one)."""
+    main_reward = f"{rewards_path.name}:{STATE_REWARD}" if rewards_path is not None else "exact_match"
+    recipe: dict[str, Any] = {
         "name": name,
         "description": f"Starting recipe for the MCP server(s) {', '.join(servers)}, written by mcp-rl init.",
-        "data": {"train": str(tasks_path), "answer_column": ANSWER_COLUMN},
+        "data": {"train": tasks_path.name, "answer_column": ANSWER_COLUMN},  # beside the recipe
         "tools": {"mcpServers": dict(servers)},
         "parser": {"name": parser[0], "options": parser[1]},
         "prompt": {
@@ -283,7 +415,7 @@ def recipe_dict(
             "tools_in": "auto",
         },
         "rollout": {"max_turns": 4, "max_new_tokens": 128, "max_completion_tokens": 768},
-        "rewards": [{"name": "exact_match", "weight": 1.0}, {"name": "format", "weight": 0.1}],
+        "rewards": [{"name": main_reward, "weight": 1.0}, {"name": "format", "weight": 0.1}],
         "trainer": {
             "learning_rate": 5.0e-6,
             "num_generations": 8,
@@ -291,6 +423,9 @@ def recipe_dict(
             "max_steps": 100,
         },
     }
+    if model is not None:
+        recipe["model"] = {"name_or_path": model}
+    return recipe
 
 
 def _header(result: Scaffold, servers: Mapping[str, Any]) -> str:
@@ -298,10 +433,18 @@ def _header(result: Scaffold, servers: Mapping[str, Any]) -> str:
         f"# Written by `mcp-rl init` from the MCP server(s) {', '.join(servers)}: a starting point to edit.",
         f"# Tasks: {result.tasks_path.name} holds template rows (columns {TASK_COLUMN}, {ANSWER_COLUMN});"
         " replace them with your own.",
-        "# Rewards: exact_match compares the final answer with the answer column; add your own as",
+        (
+            f"# Rewards: {STATE_REWARD} in {result.rewards_path.name} checks the state an episode left "
+            "(edit its check); add your own as"
+            if result.rewards_path is not None
+            else "# Rewards: exact_match compares the final answer with the answer column; add your own as"
+        ),
         "#   {name: path/to/rewards.py:function} (next to this file) or {name: package.module:function}.",
         "# Check with: mcp-rl prompt --recipe THIS_FILE; mcp-rl rollout --recipe THIS_FILE --n 2",
     ]
+    if result.cost is not None:
+        lines.append(f"# {result.cost.line()}")
+    lines += [f"# warning: {warning}" for warning in result.warnings]
     for call in result.calls:
         lines.append(f"# few-shot: {call.tool}({json.dumps(call.arguments, ensure_ascii=False)}) was called")
     for tool, why in result.skipped.items():
@@ -316,22 +459,38 @@ def scaffold(
     *,
     timeout_s: float = 10.0,
     overwrite: bool = False,
+    tools: Sequence[str] | None = None,
+    model: str | None = None,
+    measure: bool = True,
 ) -> Scaffold:
     """Connect to ``servers`` (an ``mcpServers`` mapping), call each tool once where its arguments can be
-    derived, and write ``NAME.yaml`` and ``NAME.tasks.jsonl`` in ``folder``."""
+    derived, and write ``NAME.yaml`` and ``NAME.tasks.jsonl`` in ``folder`` (and ``NAME_rewards.py`` when a
+    tool may write). ``tools`` keeps only those tools (each server's ``includeTools``); ``model`` is the
+    recipe's model, whose tokenizer counts the prompt and which (``measure``) times it on this machine."""
     folder = Path(folder).expanduser().resolve()
     recipe_path, tasks_path = folder / f"{name}.yaml", folder / f"{name}.tasks.jsonl"
-    for path in (recipe_path, tasks_path):
+    rewards_path = folder / f"{name}_rewards.py"
+    for path in (recipe_path, tasks_path, rewards_path):
         if path.exists() and not overwrite:
             raise ScaffoldError(f"{path} exists; pick another --name or --dir, or pass --force to replace it")
-    with BlockingToolPool(parse_mcp_servers({"mcpServers": dict(servers)})) as pool:
-        tools = pool.tools
-        if not tools:
+    if tools is not None and not tools:
+        raise ScaffoldError("--tools: name at least one tool, e.g. --tools read_file,write_file")
+    servers = {server: dict(entry) for server, entry in servers.items()}
+    if tools is not None:  # the calls below then go through the allow-list the recipe will have
+        with BlockingToolPool(parse_mcp_servers({"mcpServers": servers})) as pool:
+            chosen = allowed_tools(pool, list(servers), tools)
+        for server, included in chosen.items():
+            servers[server]["includeTools"] = included
+    with BlockingToolPool(parse_mcp_servers({"mcpServers": servers})) as pool:
+        exposed = pool.tools
+        if not exposed:
             raise ScaffoldError(f"the server(s) {', '.join(servers)} list no tools: nothing to train on")
-        parser_choice = choose_parser(tools)
+        parser_choice = choose_parser(exposed)
         result = Scaffold(recipe_path, tasks_path, parser_choice[0])
-        for tool in tools:
+        for tool in exposed:
             arguments = example_arguments(tool.input_schema)
+            if arguments is None:
+                arguments = read_only_arguments(tool, server_folders(servers[tool.server]))
             if arguments is None:
                 missing = ", ".join(missing_parameters(tool.input_schema))
                 result.skipped[tool.name] = (
@@ -346,14 +505,67 @@ def scaffold(
                 continue
             result.calls.append(ExampleCall(tool.name, arguments, outcome.text))
     parser = build_parser(parser_choice[0], **parser_choice[1])
-    parser.bind_tools([tool.as_dict() for tool in tools])
+    parser.bind_tools([tool.as_dict() for tool in exposed])
     few_shot = few_shot_messages(parser, result.calls)
-    raw = recipe_dict(name, servers, parser_choice, few_shot, tasks_path)
-    text = _header(result, servers) + recipe_to_yaml(validate_config(Recipe, raw))
-    recipe_from_dict(yaml.safe_load(text), name=name)  # what is written loads as written
-    folder.mkdir(parents=True, exist_ok=True)
-    tasks_path.write_text(
-        "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in task_rows(result.calls))
+    for server, entry in servers.items():
+        advice = episode_scope_advice(server, entry, exposed)
+        if advice is not None:
+            result.warnings.append(advice)
+    read_only = {tool.name for tool in exposed if tool.read_only}
+    check = next((call for call in result.calls if call.tool in read_only), None)
+    writes = any(not tool.read_only for tool in exposed)
+    if writes and check is not None:
+        result.rewards_path = rewards_path
+    elif writes:
+        result.warnings.append(
+            "no read-only tool could be called to check what an episode wrote: exact_match trusts the "
+            "model's words; add a reward that checks the state (README: rewards that check what it did)"
+        )
+    raw = recipe_dict(
+        name, servers, parser_choice, few_shot, tasks_path, rewards_path=result.rewards_path, model=model
     )
-    recipe_path.write_text(text)
+    body = recipe_to_yaml(validate_config(Recipe, raw))
+    folder.mkdir(parents=True, exist_ok=True)
+    if result.rewards_path is not None and check is not None:
+        server = next(tool.server for tool in exposed if tool.name == check.tool)
+        folders = [f for f in server_folders(servers[server]) if f in json.dumps(check.arguments)]
+        rewards_path.write_text(reward_skeleton(name, check, folders[0] if folders else None))
+    try:
+        recipe = recipe_from_dict(yaml.safe_load(body), name=name, base_dir=folder)  # loads as written
+    except Exception:
+        if result.rewards_path is not None:
+            rewards_path.unlink(missing_ok=True)
+        raise
+    rows = task_rows(result.calls)
+    result.cost = _measured_cost(recipe, parser, exposed, rows[0], measure, result.warnings)
+    tasks_path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    recipe_path.write_text(_header(result, servers) + body)
     return result
+
+
+def _measured_cost(
+    recipe: Recipe,
+    parser: Parser,
+    tools: Sequence[ToolSpec],
+    row: Mapping[str, Any],
+    measure: bool,
+    warnings: list[str],
+) -> PromptCost | None:
+    """The prompt's cost with the recipe's model (a warning instead when that model cannot be loaded here),
+    and the warning when the prompt is large."""
+    try:
+        if measure:
+            model, tokenizer = load_model(recipe.model)
+        else:
+            model, tokenizer = None, load_tokenizer(resolve_model_path(recipe.model.name_or_path))
+    except (ConfigError, OSError) as error:
+        warnings.append(f"prompt cost not measured: {error}")
+        return None
+    cost = measure_prompt_cost(recipe, parser, tools, row, tokenizer=tokenizer, model=model)
+    if cost.tokens > PROMPT_WARNING_TOKENS:
+        warnings.append(
+            f"the prompt is {cost.tokens:,} tokens, {cost.schema_tokens:,} of them the {cost.tools} tool "
+            "schema(s), read by every sample of every step: keep only the tools the tasks need with "
+            "includeTools: [a, b] in the server's entry (mcp-rl init --tools a,b)"
+        )
+    return cost

@@ -192,6 +192,7 @@ class MCPGRPOTrainer(GRPOTrainer):
         self.pipeline = pipeline
         self.close_pipeline = close_pipeline
         self._previous_batch: list[Any] = []
+        self._batch_rows: list[dict[str, Any]] | None = None
         train_dataset = pipeline.with_prompts(train_dataset)
         if kwargs.get("eval_dataset") is not None:
             kwargs["eval_dataset"] = pipeline.with_prompts(kwargs["eval_dataset"])
@@ -245,7 +246,10 @@ class MCPGRPOTrainer(GRPOTrainer):
             self.pipeline.generator.sync(unwrapped, self.state.global_step)
             # Normally the recorder released them once scored; reward models bypass it (no wrapper).
             self.pipeline.release(self._previous_batch)
-            trajectories = self.pipeline.engine.rollout(prompts)
+            rows = self._batch_rows
+            trajectories = self.pipeline.engine.rollout(
+                prompts, rows=rows if rows is not None and len(rows) == len(prompts) else None
+            )
             self._previous_batch = trajectories
         logprobs = None
         if all(t.logprobs is not None for t in trajectories):
@@ -257,6 +261,15 @@ class MCPGRPOTrainer(GRPOTrainer):
             "env_mask": [t.completion_mask for t in trajectories],
             "trajectories": trajectories,
         }
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        # TRL hands `rollout_func` the prompts alone; the rows' other columns are what per-episode servers'
+        # `setup` paths name (`{column}`), so the rows are kept for the rollout this call makes.
+        self._batch_rows = inputs
+        try:
+            return super()._generate_and_score_completions(inputs)
+        finally:
+            self._batch_rows = None
 
     # -- the loss -------------------------------------------------------------------------------------
     def compute_loss(
