@@ -140,6 +140,30 @@ def test_state_follows_the_policy_and_the_episodes(random_tiny):
     assert generator.prefix is None and not generator.episodes
 
 
+def test_held_episodes_keep_their_state_through_a_call_without_them(random_tiny):
+    model, tokenizer = random_tiny
+    sampling = SamplingParams(max_new_tokens=6, temperature=0.0, stop_strings=STOPS)
+    starts = conversation_start(tokenizer)
+    widths = {}
+    for hold in (True, False):
+        generator = CachedTransformersGenerator(model, tokenizer)
+        first = generator.generate(starts, sampling)
+        written = [start + g.token_ids for start, g in zip(starts, first, strict=True)]
+        later = [w + observation(tokenizer, i % 5) for i, w in enumerate(written)]
+        if hold:  # episodes 0 and 3 wait for their tools while 4 and 6 (other questions) go on
+            generator.hold([written[0], written[3]])
+        generator.generate([later[4], later[6]], sampling)
+        recorder = ForwardWidths(model)
+        try:
+            continued = generator.generate([later[0], later[3]], sampling)
+        finally:
+            recorder.close()
+        assert continued == TransformersGenerator(model, tokenizer).generate([later[0], later[3]], sampling)
+        widths[hold] = max(width for _, width in recorder.prefills())
+    # Held: only the observation (and the turn's last token) is read; dropped: the question and turn too.
+    assert widths[True] <= max(len(observation(tokenizer, i)) for i in (0, 3)) + 1 < widths[False]
+
+
 def test_weights_changed_in_place_drop_the_state(random_tiny):
     model, tokenizer = tiny_model_and_tokenizer(seed=2)
     model.eval()

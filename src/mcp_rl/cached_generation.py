@@ -15,7 +15,8 @@ This generator keeps attention state (keys and values) and forwards only what is
   thing) are read once and copied.
 
 State is dropped when the policy changes (``sync`` with a new step, or weights changed in place), and
-episodes that a call does not continue are dropped after it (finished episodes free their state).
+episodes that a call does not continue are dropped after it (finished episodes free their state), but for
+those the engine ``hold``s: under episode scheduling, the episodes still waiting for their tools.
 
 Within a batch, each row's held state is right-aligned against one cache boundary and its new tokens
 right-aligned after it; the gaps are masked out, and positions come from the mask, so every token sits at
@@ -98,6 +99,7 @@ class CachedTransformersGenerator(TransformersGenerator):
         self.version = weights_version(model)
         self.prefix: HeldState | None = None
         self.episodes: list[HeldState] = []
+        self.kept: list[HeldState] = []  # held through the next call, which does not continue them
 
     def sync(self, model: Any, step: int) -> None:
         if model is not self.model or step != self.step:
@@ -109,6 +111,7 @@ class CachedTransformersGenerator(TransformersGenerator):
         """Forget every held state (the weights it was computed with are gone)."""
         self.prefix = None
         self.episodes = []
+        self.kept = []
 
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]:
         version = weights_version(self.model)
@@ -127,8 +130,18 @@ class CachedTransformersGenerator(TransformersGenerator):
             generations, states = self._generate_cached(prompts[start:end], sources[start:end], sampling)
             results.extend(generations)
             held.extend(states)
-        self.episodes = held  # the episodes not continued by this call are over: their state goes
+        # The episodes neither continued by this call nor held for a later one are over: their state goes.
+        self.episodes, self.kept = held + self.kept, []
         return results
+
+    def hold(self, sequences: Sequence[Sequence[int]]) -> None:
+        """Keep the state of these episodes through the next ``generate`` call, which they are not part of
+        (with episode scheduling, the episodes still waiting for their tools)."""
+        self.kept = [
+            state
+            for state in self.episodes
+            if any(len(s) > len(state.ids) and list(s[: len(state.ids)]) == state.ids for s in sequences)
+        ]
 
     # -- matching -------------------------------------------------------------------------------------
     def best_source(self, prompt: list[int]) -> tuple[HeldState | None, int]:

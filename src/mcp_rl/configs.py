@@ -113,13 +113,15 @@ class ModelConfig(Section):
 
 
 class DataConfig(Section):
-    """Questions to train and evaluate on, and the corpus the search tool reads."""
+    """Questions to train and evaluate on, and the corpus the search tool reads. A relative path here is
+    relative to the recipe's folder (see ``mcp_rl.recipe_paths``)."""
 
     train: str = Field(
         default="fictional",
         description="Training tasks: a built-in dataset name (fictional), a .jsonl/.json/.csv/.parquet file "
-        "of any columns (FlashRAG and Search-R1 files are converted), a folder of them, or a Hugging Face "
-        "hub dataset id. Every column reaches prompt.user_template and every reward.",
+        "of any columns (FlashRAG and Search-R1 files are converted), a folder of them (a relative path is "
+        "found from the recipe's folder), or a Hugging Face hub dataset id. Every column reaches "
+        "prompt.user_template and every reward.",
     )
     train_split: str = Field(
         default="train",
@@ -168,7 +170,9 @@ class ToolsConfig(Section):
         description="MCP servers as in an MCP client's config: name -> {command, args, env, cwd} or "
         "{url, headers}, plus optional timeout, maxConcurrency, retries, retryLostCalls, and errorPattern "
         "(a regex: matching result text counts as a tool failure). `uvx PKG` and `npx -y PKG` commands "
-        "from a server's README work as written.",
+        "from a server's README work as written. A relative cwd or setup copy is found from the recipe's "
+        "folder; args are passed as written, for the server to read from its cwd (default: where mcp-rl "
+        "runs; cwd: . is the recipe's folder), and ${data.corpus} in them is the resolved corpus path.",
     )
     observation_chars: int = Field(
         default=1200, description="Character budget of one tool call's observation.", ge=1
@@ -256,6 +260,21 @@ class RolloutConfig(Section):
         description="transformers backend: keep attention state between turns and share the prompt prefix "
         "all episodes start with, so each turn reads only its new tokens (same tokens as false; greedy "
         "output identical). false re-reads the whole conversation every turn (the plain generate path).",
+    )
+    scheduling: Literal["episode", "turn"] = Field(
+        default="episode",
+        description="episode: each episode advances on its own (its calls go out as soon as its turn is "
+        "written; the episodes whose observations are back generate together), so a slow or hung call holds "
+        "only its own episode. turn: every unfinished episode generates, then all calls of the batch, then "
+        "the next turn, so each turn waits for the slowest call. Same tokens either way (greedy output "
+        "identical); a backend that generates in lockstep across ranks always runs by turn.",
+    )
+    gather: YamlFloat = Field(
+        default=0.1,
+        description="episode scheduling: before generating, wait for calls still running up to this "
+        "fraction of the last generate call's time, so that results arriving moments apart are generated "
+        "in one batch rather than several (each generate call has a fixed cost); 0 = never wait.",
+        ge=0.0,
     )
 
 

@@ -1,16 +1,21 @@
-"""The rollout engine: generate → parse → invoke → update, for a whole batch of trajectories at once.
+"""The rollout engine: generate → parse → invoke → update, for many trajectories at once.
 
-Each turn, every unfinished trajectory generates in one batch; every call of every trajectory goes to the
-tool pool at once (so a turn costs about one tool latency, however many trajectories there are); each
-observation is tokenized once and appended with mask 0 after the model's own tokens, which are kept exactly
-as generated. Usable without TRL: evaluation and ``mcp-rl rollout`` drive it directly.
+Two schedules (``rollout.scheduling``). By episode (the default), each episode advances on its own: its calls
+go to the tool pool as soon as its turn is written, and whichever episodes have their observations back
+generate together in one batch, so a slow or hung call delays only its own episode. By turn, every
+unfinished trajectory generates in one batch, then every call of every trajectory goes out at once, then the
+next turn. Either way each observation is tokenized once and appended with mask 0 after the model's own
+tokens, which are kept exactly as generated. Usable without TRL: evaluation and ``mcp-rl rollout`` drive it
+directly.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent import futures
 from typing import Any
 
 from mcp_rl.configs import RolloutConfig
@@ -54,6 +59,7 @@ class RolloutEngine:
         self.after_ids = self._encode(after)
         self.truncated_ids = self._encode(TRUNCATED)
         self.last_stats: dict[str, float] = {}
+        self.started = time.perf_counter()  # when the episodes under way started
 
     # -- the main loop --------------------------------------------------------------------------------
     def rollout(
@@ -62,30 +68,23 @@ class RolloutEngine:
         *,
         num_generations: int = 1,
         greedy: bool = False,
+        rows: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Trajectory]:
-        """Episodes for each message list, ``num_generations`` samples each, in prompt order."""
+        """Episodes for each message list, ``num_generations`` samples each, in prompt order.
+
+        ``rows``, the dataset row of each prompt, reach the per-episode servers' ``setup`` (``{column}``).
+        An episode whose per-episode servers failed to start ends after its first turn, as a failure."""
         started = time.perf_counter()
-        trajectories = self.start(prompts, num_generations)
+        trajectories = self.start(prompts, num_generations, rows)
         sampling = self.sampling(greedy)
-        generate_s = tools_s = 0.0
-        for turn_index in range(self.config.max_turns):
-            active = [t for t in trajectories if not t.done]
-            # A lockstep backend gathers every rank's prompts: keep calling it until all ranks are done.
-            if not active and not self.generator.lockstep:
-                break
-            tick = time.perf_counter()
-            generations = self.generate(active, sampling)
-            generate_s += time.perf_counter() - tick
-            pending = [
-                self.record_turn(t, g, last_turn=turn_index == self.config.max_turns - 1)
-                for t, g in zip(active, generations, strict=True)
-            ]
-            tick = time.perf_counter()
-            self.act(active, pending)
-            tools_s += time.perf_counter() - tick
+        if self.by_episode:
+            generate_s, tools_s = self.run_episodes(trajectories, sampling)
+        else:
+            generate_s, tools_s = self.run_turns(trajectories, sampling)
         for trajectory in trajectories:
             if not trajectory.done:
                 trajectory.finish_reason = "max_turns"
+            self.ended(trajectory)
         self.last_stats = {
             "rollout/generate_s": generate_s,
             "rollout/tools_s": tools_s,
@@ -93,7 +92,140 @@ class RolloutEngine:
         }
         return trajectories
 
-    def start(self, prompts: Sequence[Sequence[Mapping[str, Any]]], num_generations: int) -> list[Trajectory]:
+    @property
+    def by_episode(self) -> bool:
+        """Whether episodes advance on their own: a lockstep backend needs every rank's calls in step."""
+        return self.config.scheduling == "episode" and not self.generator.lockstep
+
+    def run_turns(self, trajectories: Sequence[Trajectory], sampling: SamplingParams) -> tuple[float, float]:
+        """Turn by turn: all unfinished episodes generate, then all their calls; seconds generating and
+        waiting for tools."""
+        generate_s = tools_s = 0.0
+        self.started = time.perf_counter()
+        for turn_index in range(self.config.max_turns):
+            active = [t for t in trajectories if not t.done]
+            # A lockstep backend gathers every rank's prompts: keep calling it until all ranks are done.
+            if not active and not self.generator.lockstep:
+                break
+            tick = time.perf_counter()
+            generations = self.generate(active, sampling)
+            elapsed = time.perf_counter() - tick
+            generate_s += elapsed
+            pending = [
+                self.record_turn(t, g, last_turn=turn_index == self.config.max_turns - 1)
+                for t, g in zip(active, generations, strict=True)
+            ]
+            for trajectory in active:
+                trajectory.info["generate_s"] += elapsed
+            tick = time.perf_counter()
+            self.act(active, pending)
+            tools_s += time.perf_counter() - tick
+            for trajectory in active:
+                if "episode_error" in trajectory.info:
+                    fail_episode(trajectory)
+                if trajectory.done:
+                    self.ended(trajectory)
+        return generate_s, tools_s
+
+    def ended(self, trajectory: Trajectory) -> None:
+        """Note when an episode ended (seconds after the episodes started), the first time it is seen done."""
+        trajectory.info.setdefault("ended_s", time.perf_counter() - self.started)
+
+    def run_episodes(
+        self, episodes: Iterable[Trajectory], sampling: SamplingParams, *, in_flight: int | None = None
+    ) -> tuple[float, float]:
+        """Each episode on its own: the episodes that are ready (new, or their observation back) generate in
+        one batch, their calls are submitted without waiting, and the loop waits only when no episode is
+        ready. Seconds generating and waiting for tools.
+
+        Episodes are taken from ``episodes`` as it yields them, at most ``in_flight`` running at once (None:
+        no limit), so a caller can hand a lazy iterable that stops when it has enough episodes."""
+        waiting = CallsInFlight()
+        self.started = time.perf_counter()
+        try:
+            return self.advance_episodes(iter(episodes), sampling, waiting, in_flight)
+        except BaseException:  # the caller gave up (or a bug): calls still out are not waited for
+            waiting.cancel()
+            raise
+
+    def advance_episodes(
+        self,
+        source: Iterator[Trajectory],
+        sampling: SamplingParams,
+        waiting: CallsInFlight,
+        in_flight: int | None,
+    ) -> tuple[float, float]:
+        order: dict[int, int] = {}  # episodes generate in the order they came, as by turn
+        ready: list[Trajectory] = []
+        running = 0
+        generate_s = tools_s = last_generate_s = 0.0
+        while True:
+            while in_flight is None or running < in_flight:
+                trajectory = next(source, None)
+                if trajectory is None:
+                    break
+                order[id(trajectory)] = len(order)
+                running += 1
+                ready.append(trajectory)
+            if not ready and not waiting:
+                return generate_s, tools_s
+            tick = time.perf_counter()
+            # None ready: wait for the first; then for the others, up to a share of a generate call.
+            back = waiting.collect(block=not ready, window_s=self.config.gather * last_generate_s)
+            for trajectory, parsed, results in back:
+                if self.complete_turn(trajectory, parsed, results):
+                    ready.append(trajectory)
+                else:
+                    running -= 1
+            tools_s += time.perf_counter() - tick
+            if not ready:
+                continue  # the episodes that came back all ended: take new ones, or wait for the rest
+            ready.sort(key=lambda t: order[id(t)])
+            hold = getattr(self.generator, "hold", None)
+            if hold is not None:  # a generator keeping state between calls: these episodes come back
+                hold(waiting.sequences())
+            tick = time.perf_counter()
+            generations = self.generate(ready, sampling)
+            last_generate_s = time.perf_counter() - tick
+            generate_s += last_generate_s
+            turns, ready = ready, []
+            outgoing: list[tuple[Trajectory, ParsedTurn]] = []
+            for trajectory, generation in zip(turns, generations, strict=True):
+                trajectory.info["generate_s"] += last_generate_s
+                last_turn = len(trajectory.turns) + 1 >= self.config.max_turns
+                parsed = self.record_turn(trajectory, generation, last_turn=last_turn)
+                if parsed is not None and parsed.calls and self.pool is not None:
+                    outgoing.append((trajectory, parsed))
+                    continue
+                results = self.invoke(parsed.calls) if parsed is not None else []  # no pool, or no calls
+                if self.complete_turn(trajectory, parsed, results):
+                    ready.append(trajectory)
+                else:
+                    running -= 1
+            if outgoing:
+                for (trajectory, parsed), calls in zip(outgoing, self.submit(outgoing), strict=True):
+                    waiting.add(calls, trajectory, parsed)
+
+    def complete_turn(
+        self, trajectory: Trajectory, parsed: ParsedTurn | None, results: Sequence[ToolResult]
+    ) -> bool:
+        """Write a turn's observation (when it needs one); whether the episode goes on."""
+        if parsed is not None:
+            self.observe(trajectory, parsed, results)
+        if "episode_error" in trajectory.info:
+            fail_episode(trajectory)
+        if trajectory.done:
+            self.ended(trajectory)
+        return not trajectory.done
+
+    def start(
+        self,
+        prompts: Sequence[Sequence[Mapping[str, Any]]],
+        num_generations: int,
+        rows: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[Trajectory]:
+        if rows is not None and len(rows) != len(prompts):
+            raise ValueError(f"rollout: {len(prompts)} prompts but {len(rows)} rows")
         trajectories: list[Trajectory] = []
         encoded: dict[str, list[int]] = {}  # TRL hands each prompt over repeated once per generation
         for index, messages in enumerate(prompts):
@@ -105,12 +237,16 @@ class RolloutEngine:
                         prompt_index=index,
                         prompt_messages=[dict(m) for m in messages],
                         prompt_ids=list(prompt_ids),
+                        info={"generate_s": 0.0, "tools_s": 0.0},  # its own time, without waiting
                     )
                 )
         if self.pool is not None:  # each episode's tools: its own per-episode server instances, if any
-            opened = self.pool.open_episodes(len(trajectories))
+            episode_rows = [rows[t.prompt_index] for t in trajectories] if rows is not None else None
+            opened = self.pool.open_episodes(len(trajectories), episode_rows)
             for trajectory, tools in zip(trajectories, opened, strict=True):
                 trajectory.tools = tools
+                if tools.error is not None:
+                    trajectory.info["episode_error"] = tools.error
         return trajectories
 
     def sampling(self, greedy: bool) -> SamplingParams:
@@ -195,8 +331,23 @@ class RolloutEngine:
         episodes = [t.episode if t is not None else None for t in tools] if tools else None
         return self.pool.call_many([(call.name, call.arguments) for call in calls], episodes=episodes)
 
+    def submit(
+        self, pending: Sequence[tuple[Trajectory, ParsedTurn]]
+    ) -> list[futures.Future[list[ToolResult]]]:
+        """Each episode's calls, all sent at once without waiting: one future per episode (needs a pool)."""
+        assert self.pool is not None
+        groups = []
+        for trajectory, parsed in pending:
+            episode = trajectory.tools.episode if trajectory.tools is not None else None
+            groups.append(([(c.name, c.arguments) for c in parsed.calls], [episode] * len(parsed.calls)))
+        return self.pool.submit_groups(groups)
+
     def observe(self, trajectory: Trajectory, parsed: ParsedTurn, results: Sequence[ToolResult]) -> None:
         """Write the turn's observation back as tokens with mask 0, within the budgets."""
+        # The episode's own tool time: its calls run at once, so its slowest one.
+        trajectory.info["tools_s"] = trajectory.info.get("tools_s", 0.0) + max(
+            (r.latency_s for r in results), default=0.0
+        )
         turn = trajectory.turns[-1]
         index = len(trajectory.turns) - 1
         items: list[tuple[ToolCall | ParseError, str]] = []
@@ -243,6 +394,60 @@ class RolloutEngine:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
 
 
+class CallsInFlight:
+    """The episodes waiting for their calls, and the order their results come back in.
+
+    Each future reports itself to a queue when it is done (from the pool's loop), so collecting costs what
+    came back, not a scan of every episode still out."""
+
+    def __init__(self) -> None:
+        self.episodes: dict[futures.Future[list[ToolResult]], tuple[Trajectory, ParsedTurn]] = {}
+        self.arrived: queue.SimpleQueue[futures.Future[list[ToolResult]]] = queue.SimpleQueue()
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def add(
+        self, calls: futures.Future[list[ToolResult]], trajectory: Trajectory, parsed: ParsedTurn
+    ) -> None:
+        self.episodes[calls] = (trajectory, parsed)
+        calls.add_done_callback(self.arrived.put)
+
+    def collect(
+        self, *, block: bool, window_s: float
+    ) -> list[tuple[Trajectory, ParsedTurn, list[ToolResult]]]:
+        """The episodes whose results are back: with ``block``, wait for one first; then wait up to
+        ``window_s`` more while some are still out."""
+        done: list[futures.Future[list[ToolResult]]] = []
+        if block and self.episodes:
+            done.append(self.arrived.get())
+        deadline = time.perf_counter() + window_s
+        while len(done) < len(self.episodes):
+            try:
+                done.append(self.arrived.get(timeout=max(0.0, deadline - time.perf_counter())))
+            except queue.Empty:
+                break
+        return [(*self.episodes.pop(future), future.result()) for future in done]
+
+    def sequences(self) -> list[list[int]]:
+        """Each waiting episode's tokens so far."""
+        return [t.prompt_ids + t.completion_ids for t, _ in self.episodes.values()]
+
+    def cancel(self) -> None:
+        for calls in self.episodes:
+            calls.cancel()
+
+
+def fail_episode(trajectory: Trajectory) -> None:
+    """End an episode whose per-episode servers never started: it scores as a failure (no answer), the
+    model's first turn kept, and its calls failed, so the trace shows what happened.
+
+    It still runs one turn rather than none: a trajectory without completion tokens breaks the trainer's
+    batch (TRL reads each completion's last token)."""
+    trajectory.answer = None
+    trajectory.finish_reason = "episode_failed"
+
+
 def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     """Per-batch numbers worth a line in the logs."""
     if not trajectories:
@@ -261,7 +466,7 @@ def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         "rollout/observation_tokens_mean": sum(t.completion_mask.count(0) for t in trajectories) / n,
         "rollout/model_tokens_mean": sum(t.completion_mask.count(1) for t in trajectories) / n,
     }
-    for reason in ("answer", "no_action", "max_turns", "max_tokens"):
+    for reason in ("answer", "no_action", "max_turns", "max_tokens", "episode_failed"):
         metrics[f"rollout/finish_{reason}"] = sum(t.finish_reason == reason for t in trajectories) / n
     return metrics
 

@@ -43,6 +43,9 @@ class Generator(Protocol):
     ``sync`` is called before each rollout with the policy as it is now (unwrapped from any distributed
     wrapper) and the optimizer step it belongs to: a backend that generates with the policy object itself
     takes the object; one with its own copy of the weights reloads them when the step changed.
+    A generator that keeps per-episode state between calls may also define ``hold(sequences)``: with
+    episode scheduling the engine calls it before each ``generate`` with the episodes still waiting for
+    their tools, which that call does not continue.
     """
 
     lockstep: bool
