@@ -28,9 +28,12 @@ from mcp_rl.errors import RecipeError
 from mcp_rl.server_config import ServerConfig, ServerConfigError, parse_mcp_servers
 
 __all__ = [
+    "STEP_SIZE_FIELDS",
     "DataConfig",
+    "GRPOStepConfig",
     "ModelConfig",
     "ParserConfig",
+    "ProbeConfig",
     "PromptConfig",
     "Recipe",
     "RecipeError",
@@ -316,6 +319,74 @@ class WarmStartConfig(Section):
     seed: int = Field(default=0, description="Seed for drawing the rows and ordering the batches.", ge=0)
 
 
+class GRPOStepConfig(Section):
+    """What a GRPO step learns from, beyond TRL's own settings (``STEP_SIZE_FIELDS``, set in ``trainer``)."""
+
+    dynamic_sampling: bool = Field(
+        default=False,
+        description="DAPO's dynamic sampling: a group whose rewards are all equal (no gradient) is dropped "
+        "and the batch refilled with groups of training questions not in this step's batch, until every "
+        "group has a reward spread or max_extra_rollouts is spent; the rest is filled with dropped groups. "
+        "false = train on the batch as sampled.",
+    )
+    max_extra_rollouts: int = Field(
+        default=64,
+        description="dynamic_sampling: most episodes rolled out per step beyond the batch itself (whole "
+        "groups of num_generations).",
+        ge=0,
+    )
+    min_informative_groups: int = Field(
+        default=0,
+        description="A step whose batch has fewer groups with a reward spread than this is skipped: no "
+        "optimizer update, Adam's moments untouched (its momentum would otherwise keep stepping without "
+        "signal). 0 = every step updates.",
+        ge=0,
+    )
+    negative_advantage_weight: YamlFloat = Field(
+        default=1.0,
+        description="Factor on negative advantages (samples worse than their group's mean): 1 = GRPO as is, "
+        "0 = learn from the better samples only, between = asymmetric.",
+        ge=0.0,
+    )
+
+
+class ProbeConfig(Section):
+    """Numbers logged every step that warn of drift before the rewards fall."""
+
+    demonstrations: int = Field(
+        default=0,
+        description="Held-out warm-start demonstrations (drawn after warm_start.episodes, never trained on) "
+        "scored every step: the per-token KL from the warm-started policy to the current one at their "
+        "model-written positions (probe/kl) and the change in their mean log-probability "
+        "(probe/delta_logp). Needs a warm start; 0 = off.",
+        ge=0,
+    )
+    update_norm: bool = Field(
+        default=True,
+        description="Log ||Δθ|| / lr of every optimizer step (probe/update_norm_over_lr): Adam moves every "
+        "weight by about lr whatever the signal, so this stays near sqrt(trained weights) until momentum "
+        "decays. Holds a copy of the trained weights for the comparison.",
+    )
+
+
+# TRL's own step-size and advantage settings, set in the recipe's `trainer` section under these names.
+STEP_SIZE_FIELDS = {
+    "learning_rate": "Peak learning rate (TRL's default 1e-6). Adam moves every trained weight by about this "
+    "much per step, whatever the signal.",
+    "warmup_steps": "Steps over which the learning rate rises from 0 (Adam starts with empty moments: its "
+    "first steps are lr * sign(gradient)). warmup_ratio gives it as a share of the run.",
+    "lr_scheduler_type": "Schedule after the warm-up: constant, linear, cosine, constant_with_warmup, ...",
+    "beta": "Weight of the KL penalty to the reference model, which is the warm-started policy when the "
+    "recipe has a warm start (full weights and LoRA alike); 0 = no reference.",
+    "scale_rewards": "group (divide advantages by each group's reward std: a 0.1 shaping gap becomes as "
+    "large as an exact-match flip), batch (by the batch's std) or none.",
+    "loss_type": "How token losses are averaged: dapo (default), dr_grpo, bnpo, grpo, ...",
+    "epsilon_high": "Upper clip of the probability ratio (DAPO's clip-higher, 0.28); acts only when "
+    "num_iterations > 1 (with 1, the ratio is exactly 1).",
+    "num_generations": "Samples per question (the group): larger groups give a peaked policy more contrast.",
+}
+
+
 class Recipe(Section):
     """Everything one training or evaluation run needs, as written in a recipe YAML file."""
 
@@ -334,6 +405,11 @@ class Recipe(Section):
     warm_start: WarmStartConfig = Field(
         default_factory=WarmStartConfig, description="Supervised demonstrations before GRPO (off by default)."
     )
+    grpo: GRPOStepConfig = Field(
+        default_factory=GRPOStepConfig,
+        description="Which samples a GRPO step learns from, and when it steps.",
+    )
+    probes: ProbeConfig = Field(default_factory=ProbeConfig, description="Drift probes logged every step.")
     trainer: dict[str, Any] = Field(
         default_factory=dict,
         description="trl.GRPOConfig fields by their own names (learning_rate, num_generations, "
@@ -505,7 +581,9 @@ def describe_recipe_fields() -> str:
         elif name == "rewards":
             lines += ["", f"rewards: {info.description} Each item:", *_describe_fields(RewardSpec, "- ")]
         elif name == "trainer":
-            lines += ["", f"trainer: {info.description} See help(trl.GRPOConfig)."]
+            lines += ["", f"trainer: {info.description} See help(trl.GRPOConfig). The step-size ones:"]
+            for key, text in STEP_SIZE_FIELDS.items():
+                lines += [f"  trainer.{key}", f"      {text}"]
         else:
             lines += [f"{name}: {_type_name(hint)} — {info.description}"]
     return "\n".join(lines).strip() + "\n"

@@ -52,8 +52,36 @@ def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> 
     hop_keys = sorted({k for m in rows for k in m if k.startswith("hops/")})
     if hop_keys:
         panels["by hop count"] = [(k, k.removeprefix("hops/").replace("/", "-hop ")) for k in hop_keys]
-    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5))
-    for axis, (title, series) in zip(axes, panels.items(), strict=True):
+    # Warnings before a collapse: how much of a batch carries signal, and how far the policy has drifted.
+    optional = {
+        "signal": [
+            ("frac_reward_zero_std", "share of episodes in groups without spread"),
+            ("dynamic_sampling/zero_std_share", "groups without spread, as sampled"),
+            ("grpo/informative_groups", "informative groups"),
+            ("grpo/skipped_step", "step skipped"),
+        ],
+        "drift from the warm start": [
+            ("probe/kl", "KL on probe demonstrations"),
+            ("probe/delta_logp", "Δ log-prob of probe demonstrations"),
+            ("kl", "KL to the reference (beta > 0)"),
+        ],
+        "update size": [("probe/update_norm_over_lr", "||Δθ|| / lr")],
+        "search margin after the first passage": [
+            (k, k.split("/")[2] + " call(s): log p(search) − log p(answer)")
+            for k in sorted({k for m in rows for k in m if k.endswith("/search_margin")})
+        ],
+    }
+    for title, series in optional.items():
+        present = [(key, label) for key, label in series if any(key in m for m in rows)]
+        if any(key != "frac_reward_zero_std" and key != "kl" for key, _ in present):
+            panels[title] = present
+    columns = min(3, len(panels))
+    lines = math.ceil(len(panels) / columns)
+    figure, grid = plt.subplots(lines, columns, figsize=(6 * columns, 4.5 * lines), squeeze=False)
+    axes = list(grid.flat)
+    for unused in axes[len(panels) :]:
+        unused.set_visible(False)
+    for axis, (title, series) in zip(axes, panels.items(), strict=False):
         for key, label in series:
             values = [float(m.get(key, math.nan)) for m in rows]
             if all(math.isnan(v) for v in values):

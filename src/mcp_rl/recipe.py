@@ -61,7 +61,7 @@ _CHAT_ROLES = ("system", "user", "assistant", "tool")
 _SIMPLE_TYPES = (int, float, bool, str, type(None))
 # GRPOConfig accepts these silently or fails deep inside TRL; refuse them while the field is still known.
 _TRAINER_BOUNDS: dict[str, dict[str, float]] = {
-    "learning_rate": {"gt": 0},
+    "learning_rate": {"ge": 0},  # 0: the control run, episodes and probes without any update
     "num_generations": {"ge": 2},
     "per_device_train_batch_size": {"ge": 1},
     "gradient_accumulation_steps": {"ge": 1},
@@ -397,6 +397,17 @@ def _check_recipe(recipe: Recipe) -> None:
         raise RecipeError(
             "model.train_top_layers: LoRA already decides what trains; "
             "set model.lora=false or model.train_top_layers=null"
+        )
+    if recipe.probes.demonstrations and not recipe.warm_start.demonstrations:
+        raise RecipeError(
+            "probes.demonstrations: the probes are held-out warm-start demonstrations; "
+            "set warm_start.demonstrations or probes.demonstrations=0"
+        )
+    warmup = recipe.trainer.get("warmup_steps") or recipe.trainer.get("warmup_ratio")
+    if warmup and recipe.trainer.get("lr_scheduler_type", "linear") == "constant":
+        raise RecipeError(
+            "trainer.lr_scheduler_type: constant ignores the warm-up; use constant_with_warmup "
+            "(or linear, cosine, ...) with trainer.warmup_steps / warmup_ratio"
         )
     if recipe.trainer.get("max_steps") == 0:
         raise RecipeError("trainer.max_steps: must be at least 1, or -1 to train num_train_epochs epochs")

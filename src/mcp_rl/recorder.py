@@ -11,7 +11,9 @@ together, and only then
 - stops the episodes' per-episode server instances, which the rewards could query until then.
 
 So nothing travels between two private trainer methods, and the scores in a trace are exactly the ones
-the loss used.
+the loss used. Dynamic sampling needs a group's rewards before TRL asks for them: ``score_ahead`` scores
+episodes with the same functions then, and TRL's later call for those episodes returns the same scores
+without calling the function again.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 from mcp_rl.data import template_fields
 from mcp_rl.engine import hop_metrics, rollout_metrics
 from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.rewards import exact_match_score, is_async_reward, sample_rows, weighted_total
+from mcp_rl.rewards import exact_match_score, is_async_reward, sample_rows, score_batch, weighted_total
 from mcp_rl.trajectory import Trajectory
 
 
@@ -78,6 +80,8 @@ class EpisodeRecorder:
         # Each function's weight in the total TRL trains on (``GRPOConfig.reward_weights``); 1 when unset.
         self.weights: dict[str, float] = {}
         self.last_batch: _Batch | None = None
+        self.functions: dict[str, Callable[..., Any]] = {}
+        self.ahead: dict[int, dict[str, float | None]] = {}  # id(trajectory) -> scores from score_ahead
         self._batch: _Batch | None = None
         self._lock = threading.Lock()
 
@@ -97,10 +101,13 @@ class EpisodeRecorder:
     def wrap(self, function: Callable[..., Any], name: str) -> Callable[..., Any]:
         """``function`` under the same name (what TRL logs it as), reporting its scores here."""
         self.names.append(name)
+        self.functions[name] = function
         if is_async_reward(function):
 
             async def scored_async(**kwargs: Any) -> list[float | None]:
-                scores = await function(**kwargs)
+                scores = self.scored_ahead(name, kwargs)
+                if scores is None:
+                    scores = await function(**kwargs)
                 self.scored(name, scores, kwargs)
                 return scores
 
@@ -108,7 +115,9 @@ class EpisodeRecorder:
         else:
 
             def scored(**kwargs: Any) -> list[float | None]:
-                scores = function(**kwargs)
+                scores = self.scored_ahead(name, kwargs)
+                if scores is None:
+                    scores = function(**kwargs)
                 self.scored(name, scores, kwargs)
                 return scores
 
@@ -116,6 +125,31 @@ class EpisodeRecorder:
         wrapper.__name__ = wrapper.__qualname__ = name
         wrapper.__doc__ = getattr(function, "__doc__", None)
         return wrapper
+
+    def score_ahead(
+        self, trajectories: Sequence[Trajectory], rows: Sequence[Mapping[str, Any]]
+    ) -> list[float | None]:
+        """Every wrapped function's scores for these episodes now, kept for TRL's call; their weighted
+        totals. A function that raises stops training here as it would in TRL's call."""
+        scored = score_batch(list(self.functions.values()), trajectories, rows)
+        if scored.errors:
+            raise RuntimeError(f"reward functions failed: {scored.errors}")
+        by_name = dict(zip(self.functions, scored.scores.values(), strict=True))
+        for index, trajectory in enumerate(trajectories):
+            self.ahead[id(trajectory)] = {name: scores[index] for name, scores in by_name.items()}
+        return [weighted_total(self.ahead[id(t)], self.weights) for t in trajectories]
+
+    def forget(self, trajectories: Sequence[Trajectory]) -> None:
+        """Drop the scores ``score_ahead`` kept for episodes that will not be trained on."""
+        for trajectory in trajectories:
+            self.ahead.pop(id(trajectory), None)
+
+    def scored_ahead(self, name: str, kwargs: Mapping[str, Any]) -> list[float | None] | None:
+        """``name``'s scores from ``score_ahead`` when it scored every one of these episodes, else None."""
+        trajectories = kwargs.get("trajectories")
+        if not trajectories or not all(id(t) in self.ahead for t in trajectories):
+            return None
+        return [self.ahead[id(t)][name] for t in trajectories]
 
     def scored(self, name: str, scores: Sequence[float | None], kwargs: Mapping[str, Any]) -> None:
         """One function's scores for a batch; the batch is recorded when every function has reported."""
@@ -129,6 +163,7 @@ class EpisodeRecorder:
             if len(self._batch.scores) < len(self.names):
                 return
             batch, self._batch = self._batch, None
+        self.forget(batch.trajectories)
         self.last_batch = batch
         state = kwargs.get("trainer_state")
         # The optimizer step these episodes train (global_step counts the ones done): the same step number

@@ -33,6 +33,7 @@ from mcp_rl.models import cpu_supports_bf16, load_model, train_top_layers
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.plots import plot_metrics, read_metrics
 from mcp_rl.pool.server_logs import command_server_log
+from mcp_rl.probes import DriftProbes, probe_demonstrations
 from mcp_rl.prompt_cost import measure_prompt_cost
 from mcp_rl.recipe import recipe_to_yaml
 from mcp_rl.rewards import build_reward_functions
@@ -136,6 +137,7 @@ def recipe_trainer(
         pipeline=pipeline,
         peft_config=peft_config(recipe),
         lean_scoring=recipe.model.lean_scoring,
+        grpo=recipe.grpo,
         **kwargs,
     )
 
@@ -195,6 +197,8 @@ def train(
         trainable = trainer.model.num_parameters(only_trainable=True)  # under LoRA: the adapters
         if recipe.warm_start.demonstrations and checkpoint is None:  # a checkpoint already holds its weights
             run_warm_start(recipe, trainer, pipeline, output)
+            trainer.reset_reference()  # TRL built it from the model before the warm start
+        add_probes(recipe, trainer, pipeline)
         first_row = dict(trainer.train_dataset[0])
         print(measure_prompt_cost(recipe, pipeline.parser, pool.tools, first_row, tokenizer=tokenizer).line())
         trainer.train(resume_from_checkpoint=checkpoint)
@@ -228,6 +232,30 @@ def run_warm_start(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPip
         f"loss {stats['warm_start/first_loss']:.3f} → {stats['warm_start/last_loss']:.3f} "
         f"in {stats['warm_start/wall_s']:.0f} s"
     )
+
+
+def add_probes(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPipeline) -> None:
+    """The drift probes ``recipe.probes`` asks for, with the policy as it is now (warm-started) as their
+    reference. On a resume the reference is the checkpoint's policy."""
+    probes = recipe.probes
+    episodes: list[Any] = []
+    if probes.demonstrations and recipe.warm_start.demonstrations:
+        rows = training_dataset(
+            recipe, seed=recipe.warm_start.seed, curriculum=False
+        )  # the warm start's draw
+        episodes = probe_demonstrations(recipe, pipeline, rows)
+        pipeline.release(episodes)
+    if episodes or probes.update_norm:
+        trainer.add_callback(
+            DriftProbes(
+                trainer.step_metrics,
+                trainer.model,
+                episodes,
+                pipeline.tokenizer.pad_token_id,
+                tokenizer=pipeline.tokenizer,
+                update_norm=probes.update_norm,
+            )
+        )
 
 
 def check_corpus(recipe: Recipe) -> None:

@@ -12,15 +12,23 @@ observation tokens come back as ``env_mask`` 0, so TRL's loss ignores them. The 
 - a ``TrainerCallback`` marks each checkpoint folder complete once transformers has written all of it;
 - ``compute_loss`` (a public ``Trainer`` method) hands TRL each micro-batch without its all-padding columns,
   and tells ``LeanScoring`` (installed over TRL's fused LM-head forward, the way TRL installs its own) which
-  tokens the loss reads.
+  tokens the loss reads;
+- what a step learns from (``GRPOStepConfig``): dynamic sampling refills the batch with groups that have a
+  reward spread before TRL sees it, negative advantages can be down-weighted, and a step with too few
+  informative groups is skipped with Adam's moments untouched (``SkipStepWithoutSignal``);
+- ``reset_reference`` makes the policy as it is (after a warm start) the KL reference.
 
 No private method is overridden.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
+import random
 import warnings
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +39,13 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.models import unwrap_model_for_generation
 from trl.trainer.utils import get_callable_name
 
+from mcp_rl.configs import GRPOStepConfig
+from mcp_rl.errors import ConfigError
 from mcp_rl.generation import Generation, SamplingParams, cut_at_stop
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.recorder import EpisodeRecorder
 from mcp_rl.scoring import LeanScoring
+from mcp_rl.trajectory import Trajectory
 
 COMPLETE_MARKER = "checkpoint-complete"
 
@@ -158,6 +169,33 @@ class CheckpointMarker(TrainerCallback):
                 (folder / COMPLETE_MARKER).write_text(str(state.global_step))
 
 
+class SkipStepWithoutSignal(TrainerCallback):
+    """Drops every gradient before the optimizer step of a batch the trainer marked as without signal.
+
+    ``torch.optim`` Adam and AdamW pass over parameters whose ``grad`` is None: no moment decays, no step
+    count advances, no weight (nor weight decay) moves. A zero gradient instead would still step along the
+    momentum of earlier batches.
+    """
+
+    def __init__(self, trainer: MCPGRPOTrainer) -> None:
+        self.trainer = trainer
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        if self.trainer.skip_update and model is not None:
+            for parameter in model.parameters():
+                parameter.grad = None
+
+
+def group_spread(totals: Sequence[float | None]) -> bool:
+    """Whether a group's rewards differ (unscored episodes left out): only then does it carry a gradient."""
+    present = [t for t in totals if t is not None]
+    return len(present) > 1 and max(present) - min(present) > 1e-6
+
+
+def prompt_key(row: dict[str, Any]) -> str:
+    return json.dumps(row.get("prompt"), sort_keys=True, default=str)
+
+
 class MCPGRPOTrainer(GRPOTrainer):
     """GRPO over multi-turn MCP tool use.
 
@@ -167,7 +205,9 @@ class MCPGRPOTrainer(GRPOTrainer):
         trace_path: where one JSON line per episode goes (its turns, calls, rewards and dataset row).
         lean_scoring: the training forward reads the prompt prefix all rows share once and projects only the
             tokens the loss reads onto the vocabulary (``mcp_rl.scoring``); False keeps TRL's forward. Off
-            under FSDP and DeepSpeed, which own the forward pass.
+            under FSDP and DeepSpeed, which own the forward pass. The reference model (``beta > 0``) scores
+            with it too.
+        grpo: which samples a step learns from and when it steps (``GRPOStepConfig``; default: as TRL).
         model, reward_funcs, args, train_dataset, processing_class, **kwargs: as for ``GRPOTrainer``.
 
     ``train_dataset`` rows need the columns ``prompt.user_template`` refers to (e.g. ``question``); a
@@ -187,12 +227,18 @@ class MCPGRPOTrainer(GRPOTrainer):
         trace_path: str | Path | None = None,
         close_pipeline: bool = True,
         lean_scoring: bool = True,
+        grpo: GRPOStepConfig | None = None,
         **kwargs: Any,
     ) -> None:
         self.pipeline = pipeline
         self.close_pipeline = close_pipeline
+        self.grpo = grpo or GRPOStepConfig()
         self._previous_batch: list[Any] = []
         self._batch_rows: list[dict[str, Any]] | None = None
+        self._ready: list[Trajectory] | None = None  # episodes dynamic sampling already played for the batch
+        self._refill_order: Iterator[int] | None = None
+        self.skip_update = False  # the current batch has too few informative groups: no optimizer step
+        self.step_metrics: dict[str, list[float]] = defaultdict(list)  # ours, added to TRL's log line
         train_dataset = pipeline.with_prompts(train_dataset)
         if kwargs.get("eval_dataset") is not None:
             kwargs["eval_dataset"] = pipeline.with_prompts(kwargs["eval_dataset"])
@@ -216,10 +262,24 @@ class MCPGRPOTrainer(GRPOTrainer):
                 **kwargs,
             )
         self.add_callback(CheckpointMarker())
+        self.add_callback(SkipStepWithoutSignal(self))
+        if self.grpo.dynamic_sampling and self.accelerator.num_processes > 1:
+            raise ConfigError(
+                "grpo.dynamic_sampling runs on one training process only (a group may span ranks)"
+            )
+        if self.grpo.dynamic_sampling and any(isinstance(f, str) or hasattr(f, "forward") for f in functions):
+            raise ConfigError(
+                "grpo.dynamic_sampling needs reward functions, not reward models, to score groups"
+            )
         self.lean_scoring: LeanScoring | None = None
+        self.reference_scoring: LeanScoring | None = None
         if lean_scoring and not (self.is_fsdp_enabled or self.is_deepspeed_enabled):
             policy = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
             self.lean_scoring = LeanScoring(policy, self.temperature, args.cast_lm_head_to_fp32)
+            if self.ref_model is not None:  # under LoRA the reference is the policy's own forward
+                self.reference_scoring = LeanScoring(
+                    self.ref_model, self.temperature, args.cast_lm_head_to_fp32
+                )
         self.recorder.weights = dict(zip(self.reward_func_names, self.reward_weights.tolist(), strict=True))
         if self.accelerator.num_processes > 1:
             self.recorder.distribute(
@@ -235,22 +295,42 @@ class MCPGRPOTrainer(GRPOTrainer):
                 )
             )
 
+    # -- the reference --------------------------------------------------------------------------------
+    def reset_reference(self) -> None:
+        """The policy as it is now becomes the KL reference (``beta > 0``).
+
+        TRL builds its reference when the trainer is built: a second copy loaded from the checkpoint, or
+        under LoRA the base model with the adapters off. A warm start runs after that, so without this the
+        KL term would pull the policy back to the model before the warm start. Under LoRA the adapters are
+        copied into a frozen ``ref`` adapter, which TRL's reference forward then uses.
+        """
+        if self.beta == 0.0:
+            return
+        model = self.accelerator.unwrap_model(self.model)
+        if self.ref_model is not None:
+            self.accelerator.unwrap_model(self.ref_model).load_state_dict(model.state_dict())
+            return
+        if "ref" not in model.peft_config:
+            model.add_adapter("ref", model.peft_config["default"])
+        for name, parameter in model.named_parameters():
+            if ".ref." in name:
+                parameter.requires_grad_(False)
+                parameter.data.copy_(model.get_parameter(name.replace(".ref.", ".default.")).data)
+
     # -- the rollout ----------------------------------------------------------------------------------
     def rollout(self, prompts: list[Any], trainer: GRPOTrainer) -> dict[str, Any]:
         """TRL's ``rollout_func``: one episode per prompt (TRL repeats each prompt once per generation)."""
-        # Sharded weights (ZeRO-3, FSDP) are gathered for generation: every forward pass would otherwise be a
-        # collective that all ranks must join, and ranks finish their episodes at different turns.
-        with unwrap_model_for_generation(
-            self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
-        ) as unwrapped:
-            self.pipeline.generator.sync(unwrapped, self.state.global_step)
+        ready, self._ready = self._ready, None
+        if ready is not None and len(ready) == len(prompts):
+            trajectories = ready  # dynamic sampling played and scored this batch already
+        else:
             # Normally the recorder released them once scored; reward models bypass it (no wrapper).
             self.pipeline.release(self._previous_batch)
             rows = self._batch_rows
-            trajectories = self.pipeline.engine.rollout(
-                prompts, rows=rows if rows is not None and len(rows) == len(prompts) else None
+            trajectories = self.play(
+                prompts, rows if rows is not None and len(rows) == len(prompts) else None
             )
-            self._previous_batch = trajectories
+        self._previous_batch = trajectories
         logprobs = None
         if all(t.logprobs is not None for t in trajectories):
             logprobs = [t.logprobs for t in trajectories]
@@ -262,14 +342,109 @@ class MCPGRPOTrainer(GRPOTrainer):
             "trajectories": trajectories,
         }
 
+    def play(self, prompts: list[Any], rows: list[dict[str, Any]] | None) -> list[Trajectory]:
+        """One episode per prompt with the current weights."""
+        # Sharded weights (ZeRO-3, FSDP) are gathered for generation: every forward pass would otherwise be a
+        # collective that all ranks must join, and ranks finish their episodes at different turns.
+        with unwrap_model_for_generation(
+            self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
+        ) as unwrapped:
+            self.pipeline.generator.sync(unwrapped, self.state.global_step)
+            return self.pipeline.engine.rollout(prompts, rows=rows)
+
+    def fresh_rows(self, count: int, seen: set[str]) -> list[dict[str, Any]]:
+        """Up to ``count`` training rows whose prompt is not in ``seen`` (added to it), in a seeded order
+        that cycles through the dataset."""
+        size = len(self.train_dataset)
+        if self._refill_order is None:
+            order = list(range(size))
+            random.Random(self.args.seed).shuffle(order)
+            self._refill_order = itertools.cycle(order)
+        rows: list[dict[str, Any]] = []
+        for _ in range(size):
+            if len(rows) == count:
+                break
+            row = dict(self.train_dataset[next(self._refill_order)])
+            if prompt_key(row) not in seen:
+                seen.add(prompt_key(row))
+                rows.append(row)
+        return rows
+
+    def dynamic_batch(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """DAPO's dynamic sampling: the batch's rows with every group lacking a reward spread replaced by a
+        group of an unseen training question that has one, as far as ``max_extra_rollouts`` allows; the
+        rest filled with dropped groups. The episodes are kept for ``rollout`` and their scores in the
+        recorder, so neither is produced twice."""
+        size = self.num_generations
+        self.pipeline.release(self._previous_batch)
+        self._previous_batch = []
+        kept: list[tuple[list[dict[str, Any]], list[Trajectory]]] = []
+        dropped: list[tuple[list[dict[str, Any]], list[Trajectory]]] = []
+        seen = {prompt_key(row) for row in inputs}
+        candidates, spent = list(inputs), 0
+        wanted = len(inputs) // size
+        while candidates:
+            episodes = self.play([row["prompt"] for row in candidates], candidates)
+            totals = self.recorder.score_ahead(episodes, candidates)
+            for start in range(0, len(candidates), size):
+                group = (candidates[start : start + size], episodes[start : start + size])
+                (kept if group_spread(totals[start : start + size]) else dropped).append(group)
+            missing = wanted - len(kept)
+            affordable = (self.grpo.max_extra_rollouts - spent) // size
+            fresh = self.fresh_rows(min(missing, affordable), seen) if missing > 0 else []
+            # One dict per episode: TRL writes each episode's rollout fields into its row.
+            candidates = [dict(row) for row in fresh for _ in range(size)]
+            spent += len(candidates)
+        informative = min(len(kept), wanted)
+        chosen = (kept + dropped)[:wanted]
+        for _, episodes in (kept + dropped)[wanted:]:
+            self.recorder.forget(episodes)
+            self.pipeline.release(episodes)
+        self.step_metrics["dynamic_sampling/extra_rollouts"].append(float(spent))
+        self.step_metrics["dynamic_sampling/zero_std_share"].append(
+            len(dropped) / max(1, len(kept) + len(dropped))
+        )
+        self.step_metrics["dynamic_sampling/groups_kept"].append(float(informative))
+        self._ready = [episode for _, episodes in chosen for episode in episodes]
+        return [row for rows, _ in chosen for row in rows]
+
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         # TRL hands `rollout_func` the prompts alone; the rows' other columns are what per-episode servers'
         # `setup` paths name (`{column}`), so the rows are kept for the rollout this call makes.
+        training = self.model.training
+        if training and self.grpo.dynamic_sampling:
+            inputs = self.dynamic_batch(inputs)
         self._batch_rows = inputs
         try:
-            return super()._generate_and_score_completions(inputs)
+            output = super()._generate_and_score_completions(inputs)
         finally:
             self._batch_rows = None
+            self._ready = None
+        if training:
+            self.weigh_advantages(output)
+        return output
+
+    def weigh_advantages(self, output: dict[str, Any]) -> None:
+        """Count the batch's informative groups (some advantage not 0), decide whether the step is skipped,
+        and scale negative advantages by ``grpo.negative_advantage_weight``."""
+        advantages = output["advantages"]
+        # Every rank decides alike (a rank stepping alone would leave the replicas apart), and a group may
+        # span ranks: count over the whole batch.
+        groups = self.accelerator.gather(advantages).view(-1, self.num_generations)
+        informative = int((groups.abs() > 1e-6).any(1).sum())
+        self.skip_update = informative < self.grpo.min_informative_groups
+        self.step_metrics["grpo/informative_groups"].append(float(informative))
+        self.step_metrics["grpo/skipped_step"].append(float(self.skip_update))
+        if self.grpo.negative_advantage_weight != 1.0:
+            output["advantages"] = torch.where(
+                advantages < 0, advantages * self.grpo.negative_advantage_weight, advantages
+            )
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if "loss" in logs and self.step_metrics:
+            logs = {**logs, **{k: sum(v) / len(v) for k, v in self.step_metrics.items() if v}}
+            self.step_metrics.clear()
+        super().log(logs, start_time)
 
     # -- the loss -------------------------------------------------------------------------------------
     def compute_loss(

@@ -205,6 +205,15 @@ def supervised_loss(model: Any, episodes: Sequence[Trajectory], pad_id: int) -> 
     As in the GRPO step (``mcp_rl.scoring``): the prompt prefix every episode shares runs once, and only the
     scored positions are projected onto the vocabulary.
     """
+    logits, targets = own_token_logits(model, episodes, pad_id)
+    return torch.nn.functional.cross_entropy(logits.float(), targets)
+
+
+def own_token_logits(
+    model: Any, episodes: Sequence[Trajectory], pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits predicting each model-written token of the episodes (positions × vocabulary), and those
+    tokens, in episode order."""
     width = max(len(e.prompt_ids) + len(e.completion_ids) for e in episodes)
     input_ids = torch.full((len(episodes), width), pad_id, dtype=torch.long)
     attention = torch.zeros_like(input_ids)
@@ -220,8 +229,7 @@ def supervised_loss(model: Any, episodes: Sequence[Trajectory], pad_id: int) -> 
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # under LoRA: adapters in
     hidden, _ = prefix_shared_hidden_states(inner, input_ids, attention, labels)
     scored = labels[:, 1:] != -100  # the hidden state at t predicts token t + 1
-    logits = inner.get_output_embeddings()(hidden[scored])
-    return torch.nn.functional.cross_entropy(logits.float(), labels[:, 1:][scored])
+    return inner.get_output_embeddings()(hidden[scored]), labels[:, 1:][scored]
 
 
 def warm_start(

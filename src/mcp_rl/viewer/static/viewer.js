@@ -195,6 +195,14 @@
       (k) => k.replace(/^tools\//, "").replace(/\/latency_(p\d+)_s$/, " $1"))],
     ["Tokens per episode", (rows) => named(rows, [["rollout/model_tokens_mean", "model (in the loss)"],
       ["rollout/observation_tokens_mean", "observation (masked)"]])],
+    ["Signal per step", (rows) => named(rows, [["frac_reward_zero_std", "episodes in groups without spread"],
+      ["dynamic_sampling/zero_std_share", "groups without spread, as sampled"],
+      ["grpo/informative_groups", "informative groups"], ["grpo/skipped_step", "step skipped"]])],
+    ["Drift from the warm start", (rows) => named(rows, [["probe/kl", "KL on probe demonstrations"],
+      ["probe/delta_logp", "Δ log-prob of probe demonstrations"], ["kl", "KL to the reference"]])],
+    ["Update size ‖Δθ‖ / lr", (rows) => named(rows, [["probe/update_norm_over_lr", "‖Δθ‖ / lr"]])],
+    ["Search margin after the first passage", (rows) => seriesOf(rows, /^probe\/hops\/\d+\/search_margin$/,
+      (k) => `${k.split("/")[2]} call(s): log p(search) − log p(answer)`)],
   ];
   // TRL's completion-length numbers count an episode as clipped unless its last token is EOS; ours end on a
   // stop string or an observation, so they read 1.0 (and "terminated" lengths are empty) on every step.
@@ -236,7 +244,8 @@
     box.replaceChildren();
     for (const [title, make] of PANELS) {
       const series = make(rows);
-      if (title.startsWith("Exact match") && !series.length) continue; // a recipe without EM
+      // A recipe without EM; a run without probes or a reference.
+      if (!series.length && /^(Exact match|Drift|Update|Search margin)/.test(title)) continue;
       const container = el("div", { class: "chart" });
       box.append(container);
       charts.push(chart(container, title, series, steps));
