@@ -167,8 +167,9 @@ def constant_for_the_guild(trajectories, question, **_):
     return [1.0 if q == GUILD else float(i % 2) for i, q in enumerate(question)]
 
 
+@pytest.mark.parametrize("scheduling", ["episode", "turn"])  # a group replaced as it ends, or in rounds
 def test_dynamic_sampling_replaces_a_group_without_spread_and_scores_each_episode_once(
-    searching_tiny_model, pool, tmp_path
+    searching_tiny_model, pool, tmp_path, scheduling
 ) -> None:
     model, tokenizer = searching_tiny_model
     constant_for_the_guild.episodes = 0
@@ -183,6 +184,7 @@ def test_dynamic_sampling_replaces_a_group_without_spread_and_scores_each_episod
         shuffle_dataset=False,  # the first batch is the guild's group
         grpo=GRPOStepConfig(dynamic_sampling=True, max_extra_rollouts=8),
     )
+    trainer.pipeline.engine.config.scheduling = scheduling
     trainer.train()
     (entry,) = logged(trainer)
     assert entry["dynamic_sampling/extra_rollouts"] == 4.0  # one fresh group of 4 filled the batch
@@ -195,7 +197,10 @@ def test_dynamic_sampling_replaces_a_group_without_spread_and_scores_each_episod
     assert sorted(t["rewards"]["constant_for_the_guild"] for t in traces) == [0.0, 0.0, 1.0, 1.0]
 
 
-def test_dynamic_sampling_stops_at_its_cap_and_the_step_is_skipped(searching_tiny_model, pool, tmp_path):
+@pytest.mark.parametrize("scheduling", ["episode", "turn"])
+def test_dynamic_sampling_stops_at_its_cap_and_the_step_is_skipped(
+    searching_tiny_model, pool, tmp_path, scheduling
+):
     model, tokenizer = searching_tiny_model
     constant_for_the_guild.episodes = 0
     trainer = trainer_for(
@@ -208,6 +213,7 @@ def test_dynamic_sampling_stops_at_its_cap_and_the_step_is_skipped(searching_tin
         max_steps=1,
         grpo=GRPOStepConfig(dynamic_sampling=True, max_extra_rollouts=64, min_informative_groups=1),
     )
+    trainer.pipeline.engine.config.scheduling = scheduling
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     (entry,) = logged(trainer)

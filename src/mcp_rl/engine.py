@@ -85,12 +85,17 @@ class RolloutEngine:
             if not trajectory.done:
                 trajectory.finish_reason = "max_turns"
             self.ended(trajectory)
-        self.last_stats = {
-            "rollout/generate_s": generate_s,
-            "rollout/tools_s": tools_s,
-            "rollout/total_s": time.perf_counter() - started,
-        }
+        self.last_stats = timings(generate_s, tools_s, started)
         return trajectories
+
+    def rollout_from(self, source: Iterator[Trajectory], *, greedy: bool = False) -> None:
+        """By episode, every episode ``source`` hands out (made with ``start``), including those it adds
+        while others run (see ``run_episodes``); the timings go to ``last_stats`` as for ``rollout``."""
+        if not self.by_episode:
+            raise ValueError("rollout_from needs episode scheduling and a generator that is not lockstep")
+        started = time.perf_counter()
+        generate_s, tools_s = self.run_episodes(source, self.sampling(greedy))
+        self.last_stats = timings(generate_s, tools_s, started)
 
     @property
     def by_episode(self) -> bool:
@@ -139,7 +144,10 @@ class RolloutEngine:
         ready. Seconds generating and waiting for tools.
 
         Episodes are taken from ``episodes`` as it yields them, at most ``in_flight`` running at once (None:
-        no limit), so a caller can hand a lazy iterable that stops when it has enough episodes."""
+        no limit), so a caller can hand a lazy iterable that stops when it has enough episodes. An iterator
+        that has none to give now (``StopIteration``) is asked again each time the loop goes round, after
+        episodes ended, so it can add episodes while others run; the run ends when it has none and none
+        runs."""
         waiting = CallsInFlight()
         self.started = time.perf_counter()
         try:
@@ -392,6 +400,15 @@ class RolloutEngine:
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+
+
+def timings(generate_s: float, tools_s: float, started: float) -> dict[str, float]:
+    """A rollout's seconds generating, waiting for tools, and in all since ``started``."""
+    return {
+        "rollout/generate_s": generate_s,
+        "rollout/tools_s": tools_s,
+        "rollout/total_s": time.perf_counter() - started,
+    }
 
 
 class CallsInFlight:

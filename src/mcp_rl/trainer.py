@@ -29,6 +29,7 @@ import random
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from mcp_rl.errors import ConfigError
 from mcp_rl.generation import Generation, SamplingParams, cut_at_stop
 from mcp_rl.pipeline import RolloutPipeline
 from mcp_rl.recorder import EpisodeRecorder
+from mcp_rl.refill import GroupRefill, OverlappingRefill
 from mcp_rl.scoring import LeanScoring
 from mcp_rl.trajectory import Trajectory
 
@@ -184,12 +186,6 @@ class SkipStepWithoutSignal(TrainerCallback):
         if self.trainer.skip_update and model is not None:
             for parameter in model.parameters():
                 parameter.grad = None
-
-
-def group_spread(totals: Sequence[float | None]) -> bool:
-    """Whether a group's rewards differ (unscored episodes left out): only then does it carry a gradient."""
-    present = [t for t in totals if t is not None]
-    return len(present) > 1 and max(present) - min(present) > 1e-6
 
 
 def prompt_key(row: dict[str, Any]) -> str:
@@ -344,13 +340,19 @@ class MCPGRPOTrainer(GRPOTrainer):
 
     def play(self, prompts: list[Any], rows: list[dict[str, Any]] | None) -> list[Trajectory]:
         """One episode per prompt with the current weights."""
+        with self.generating():
+            return self.pipeline.engine.rollout(prompts, rows=rows)
+
+    @contextmanager
+    def generating(self) -> Iterator[None]:
+        """The current weights in the generator for the episodes played inside the block."""
         # Sharded weights (ZeRO-3, FSDP) are gathered for generation: every forward pass would otherwise be a
         # collective that all ranks must join, and ranks finish their episodes at different turns.
         with unwrap_model_for_generation(
             self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
         ) as unwrapped:
             self.pipeline.generator.sync(unwrapped, self.state.global_step)
-            return self.pipeline.engine.rollout(prompts, rows=rows)
+            yield
 
     def fresh_rows(self, count: int, seen: set[str]) -> list[dict[str, Any]]:
         """Up to ``count`` training rows whose prompt is not in ``seen`` (added to it), in a seeded order
@@ -374,39 +376,56 @@ class MCPGRPOTrainer(GRPOTrainer):
         """DAPO's dynamic sampling: the batch's rows with every group lacking a reward spread replaced by a
         group of an unseen training question that has one, as far as ``max_extra_rollouts`` allows; the
         rest filled with dropped groups. The episodes are kept for ``rollout`` and their scores in the
-        recorder, so neither is produced twice."""
-        size = self.num_generations
+        recorder, so neither is produced twice. By episode, a group is judged as soon as its episodes
+        ended and its replacement starts while the others run; by turn, in whole rounds."""
         self.pipeline.release(self._previous_batch)
         self._previous_batch = []
-        kept: list[tuple[list[dict[str, Any]], list[Trajectory]]] = []
-        dropped: list[tuple[list[dict[str, Any]], list[Trajectory]]] = []
         seen = {prompt_key(row) for row in inputs}
-        candidates, spent = list(inputs), 0
-        wanted = len(inputs) // size
-        while candidates:
-            episodes = self.play([row["prompt"] for row in candidates], candidates)
-            totals = self.recorder.score_ahead(episodes, candidates)
-            for start in range(0, len(candidates), size):
-                group = (candidates[start : start + size], episodes[start : start + size])
-                (kept if group_spread(totals[start : start + size]) else dropped).append(group)
-            missing = wanted - len(kept)
-            affordable = (self.grpo.max_extra_rollouts - spent) // size
-            fresh = self.fresh_rows(min(missing, affordable), seen) if missing > 0 else []
-            # One dict per episode: TRL writes each episode's rollout fields into its row.
-            candidates = [dict(row) for row in fresh for _ in range(size)]
-            spent += len(candidates)
-        informative = min(len(kept), wanted)
-        chosen = (kept + dropped)[:wanted]
-        for _, episodes in (kept + dropped)[wanted:]:
-            self.recorder.forget(episodes)
-            self.pipeline.release(episodes)
-        self.step_metrics["dynamic_sampling/extra_rollouts"].append(float(spent))
-        self.step_metrics["dynamic_sampling/zero_std_share"].append(
-            len(dropped) / max(1, len(kept) + len(dropped))
+        refill = GroupRefill(
+            self.num_generations,
+            len(inputs) // self.num_generations,
+            self.grpo.max_extra_rollouts,
+            self.recorder.score_ahead,
+            lambda count: self.fresh_rows(count, seen),
         )
-        self.step_metrics["dynamic_sampling/groups_kept"].append(float(informative))
-        self._ready = [episode for _, episodes in chosen for episode in episodes]
-        return [row for rows, _ in chosen for row in rows]
+        try:
+            if self.pipeline.engine.by_episode:
+                self.refill_overlapping(refill, inputs)
+            else:
+                self.refill_in_rounds(refill, inputs)
+        except BaseException:  # nothing will train on these: their servers stop, their scores go
+            self.discard([episode for group in refill.groups for episode in group.episodes])
+            raise
+        for group in refill.surplus():
+            self.discard(group.episodes)
+        chosen = refill.chosen()
+        self.step_metrics["dynamic_sampling/extra_rollouts"].append(float(refill.spent))
+        self.step_metrics["dynamic_sampling/zero_std_share"].append(refill.zero_std_share())
+        self.step_metrics["dynamic_sampling/groups_kept"].append(float(min(len(refill.kept), refill.wanted)))
+        self._ready = [episode for group in chosen for episode in group.episodes]
+        return [row for group in chosen for row in group.rows]
+
+    def refill_in_rounds(self, refill: GroupRefill, rows: list[dict[str, Any]]) -> None:
+        """Play every candidate group, judge them all, then the round of replacements, until none is due."""
+        while rows:
+            episodes = self.play([row["prompt"] for row in rows], rows)
+            refill.judge(refill.add(rows, episodes))
+            rows = refill.replacements(running=0)
+
+    def refill_overlapping(self, refill: GroupRefill, rows: list[dict[str, Any]]) -> None:
+        """Play the batch by episode, each group judged once it ended and replaced while the others run."""
+        engine = self.pipeline.engine
+
+        def start(group_rows: Sequence[dict[str, Any]]) -> list[Trajectory]:
+            return engine.start([row["prompt"] for row in group_rows], 1, group_rows)
+
+        with self.generating():
+            engine.rollout_from(OverlappingRefill(refill, start, rows))
+
+    def discard(self, episodes: Sequence[Trajectory]) -> None:
+        """Episodes no step trains on: their kept scores forgotten, their per-episode servers stopped."""
+        self.recorder.forget(episodes)
+        self.pipeline.release(episodes)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         # TRL hands `rollout_func` the prompts alone; the rows' other columns are what per-episode servers'
