@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -101,6 +102,17 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def training_tasks_warning(recipe: Recipe) -> str | None:
+    """Why an eval would score the training tasks: no ``data.eval``, and ``data.train`` one file, which is
+    taken whole whatever the split (a folder or a dataset has its own test split)."""
+    if recipe.data.eval is not None or not Path(recipe.data.train).is_file():
+        return None
+    return (
+        f"warning: data.eval is not set and data.train ({recipe.data.train}) is one file, taken whole: "
+        "these are the training tasks; set data.eval (or --qa) to held-out ones"
+    )
+
+
 def evaluate(
     recipe: Recipe,
     *,
@@ -113,6 +125,9 @@ def evaluate(
     """Greedy episodes on held-out tasks scored by the recipe's own rewards (and EM/F1 on QA data), tool use
     and failures; writes a JSON report and one line per episode to ``<output>.trajectories.jsonl``."""
     check_data(recipe, "eval", split)  # a missing column fails before the model loads
+    warning = training_tasks_warning(recipe)
+    if warning:
+        print(warning, file=sys.stderr)  # stdout is the report
     source = recipe.data.eval or recipe.data.train
     rows = [dict(row) for row in load_split(recipe, "eval", split, limit or recipe.data.eval_limit)]
     started = time.monotonic()
