@@ -1,13 +1,14 @@
 """Chaos benchmark: many concurrent episodes through the real rollout engine against faulty MCP servers.
 
     python bench/chaos.py [--quick] [--episodes N] [--tool-turns T] [--fault-rate P] [--only F,G]
-                          [--episode-phase E] [--start-fail-rate Q] [--seed S]
+                          [--episode-phase E] [--start-fail-rate Q] [--scheduling episode|turn] [--seed S]
 
 A scripted generator (``ScriptedGenerator``, the project's ``Generator`` protocol) writes every episode's
 turns as a model would: each tool turn one call to a healthy echo server (stdio, streamable HTTP or
 in-process, in turn) and, with probability ``--fault-rate``, one call that injects a fault (any kind, or
 the ``--only`` ones), written in the ``tool_call`` parser's format; the last turn answers.
-``RolloutPipeline`` wires the real parser, prompt builder, engine and ``BlockingToolPool``. The fault
+``RolloutPipeline`` wires the real parser, prompt builder, engine (``--scheduling``: ``rollout.scheduling``)
+and ``BlockingToolPool``. The fault
 servers, all under ``tests/servers/``: ``faulty.py`` over HTTP and in-process and ``wedging.py`` (the
 same tools and more) over stdio: a call that hangs, a server that dies mid-call or closes its end,
 heavy-tailed latency, huge, deeply nested, binary, surrogate-laden and unknown-typed results, garbage and
@@ -421,6 +422,7 @@ def run_episodes(
     tokenizer: Any,
     errlog: Any,
     watched: dict[str, int] | None = None,
+    scheduling: str = "turn",
 ) -> tuple[Tally, float]:
     """Roll the episodes out through the real pipeline and tally their calls; ``watched`` names HTTP
     servers (name → port) whose open connections are counted after a healthy call and after the rollout."""
@@ -443,6 +445,7 @@ def run_episodes(
         max_observation_tokens=4096,
         observation_role="user",
         on_no_action="stop",
+        scheduling=scheduling,
     )
     generator = ScriptedGenerator(tokenizer, episodes, names)
     parser = build_parser("tool_call", answer_tag=None, stop_at_call=False)
@@ -528,6 +531,9 @@ def main() -> int:
     )
     parser.add_argument("--start-fail-rate", type=float, default=0.25, help="their share failing at start")
     parser.add_argument("--only", default="", help="comma-separated fault names to inject (default: all)")
+    parser.add_argument(
+        "--scheduling", choices=("episode", "turn"), default="turn", help="the engine's rollout.scheduling"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     tool_turns = args.tool_turns or (2 if args.quick else 4)
@@ -555,21 +561,26 @@ def main() -> int:
     with open(os.devnull, "w") as devnull, ServerLog(server_log) as errlog:
         try:
             twin = healthy_twin(episodes)
-            _, wall_healthy = run_episodes(twin, server_configs(False, ports), tokenizer, devnull)
+            healthy = server_configs(False, ports)
+            _, wall_healthy = run_episodes(twin, healthy, tokenizer, devnull, scheduling=args.scheduling)
             # Counted after one run: the shared event loop and its thread live as long as the process.
             fds_before = open_fds()
             log(f"healthy only: {wall_healthy:.1f} s; now with faults")
             http |= {name: HttpServer(FAULTY, ports[name]) for name in ("c_http", "x_http")}
             http["s_http"] = HttpServer(STALLING, ports["s_http"])
             watched = {"s_http": ports["s_http"]}
-            tally, wall = run_episodes(episodes, server_configs(True, ports), tokenizer, errlog, watched)
+            tally, wall = run_episodes(
+                episodes, server_configs(True, ports), tokenizer, errlog, watched, args.scheduling
+            )
             if episode_phase:
                 share = f"{args.start_fail_rate:.0%}"
                 log(f"{episode_phase} episodes on per-episode servers, {share} of them failing to start")
                 phased = plan_episode_phase(episode_phase, tool_turns, args.start_fail_rate, args.seed)
                 seeds = folder / "seeds"
                 seeds.mkdir()
-                phase, wall_phase = run_episodes(phased, episode_server_config(seeds), tokenizer, errlog)
+                phase, wall_phase = run_episodes(
+                    phased, episode_server_config(seeds), tokenizer, errlog, scheduling=args.scheduling
+                )
                 tally.add(phase)
         finally:
             for server in http.values():
@@ -616,6 +627,7 @@ def main() -> int:
             k: round(max(0.0, v), 3) for k, v in sorted(tally.overrun_by_server.items())
         },
         "mode": "quick" if args.quick else "full",
+        "scheduling": args.scheduling,
     }
     log(f"largest overrun: {tally.worst}")
     for example in tally.examples:

@@ -25,6 +25,7 @@ from mcp import Client
 from mcp.types import Tool
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_rl.pool.cancellations import cancelling_in_background
 from mcp_rl.pool.http import streamable_http
 from mcp_rl.pool.launch import launched
 from mcp_rl.pool.listing import ToolListingFilter, skipping_invalid_tools
@@ -73,7 +74,8 @@ class _Connection:
         if config.server is not None:
             return Client(config.server)
         if config.url is not None:
-            return Client(skipping_invalid_tools(self._http_transport(), self.listing))
+            http = cancelling_in_background(self._http_transport())
+            return Client(skipping_invalid_tools(http, self.listing))
         transport = stdio_server(
             config.command or "",
             config.args,
@@ -84,7 +86,7 @@ class _Connection:
             errlog=self._stderr_stream(),
             name=config.name,
         )
-        return Client(skipping_invalid_tools(transport, self.listing))
+        return Client(skipping_invalid_tools(cancelling_in_background(transport), self.listing))
 
     def _stderr_stream(self) -> TextIO:
         assert self.stderr is not None, "supervise opens the stderr pipe before starting a process"

@@ -13,12 +13,14 @@ a cancelled request's POST itself; its cancellations pass through untouched.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
+import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import anyio
@@ -209,12 +211,36 @@ class ExchangeClosingTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-class _CancellingWriter:
+class ForwardingWriter:
+    """A write stream in front of the MCP client's ``inner`` one: closing it closes that one; subclasses
+    choose what ``send`` does with each message."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def send(self, item: Any) -> None:
+        await self.inner.send(item)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _CancellingWriter(ForwardingWriter):
     """The MCP client's write stream. A cancellation of a 2025-era request is carried out here, at once:
     the client's transport would send it only after the messages ahead of it, one at a time."""
 
     def __init__(self, inner: Any, transport: ExchangeClosingTransport) -> None:
-        self.inner, self.transport = inner, transport
+        super().__init__(inner)
+        self.transport = transport
 
     async def send(self, item: Any) -> None:
         message = item.message if isinstance(item, SessionMessage) else None
@@ -224,18 +250,6 @@ class _CancellingWriter:
             if isinstance(request_id, int | str) and self.transport.cancel(request_id, notification):
                 return
         await self.inner.send(item)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> _CancellingWriter:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 def _json_rpc(request: httpx2.Request) -> dict[str, Any]:
@@ -247,6 +261,13 @@ def _json_rpc(request: httpx2.Request) -> dict[str, Any]:
     except (httpx2.RequestNotRead, ValueError):
         return {}
     return message if isinstance(message, dict) else {}
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """The TLS settings httpx would build for each transport, built once: loading the CA bundle takes tens
+    of milliseconds of the event loop, and every reconnect of an HTTP server makes a new transport."""
+    return httpx2.create_ssl_context()
 
 
 def environment_proxy(url: str) -> str | None:
@@ -268,7 +289,9 @@ async def streamable_http(
     limits = httpx2.Limits(
         max_connections=config.max_concurrency + CANCELLATIONS_IN_FLIGHT, max_keepalive_connections=64
     )
-    inner = httpx2.AsyncHTTPTransport(limits=limits, proxy=environment_proxy(config.url or ""))
+    inner = httpx2.AsyncHTTPTransport(
+        verify=shared_ssl_context(), limits=limits, proxy=environment_proxy(config.url or "")
+    )
     async with anyio.create_task_group() as group:
         transport = ExchangeClosingTransport(inner, group)
         async with (
