@@ -3,7 +3,8 @@
 On top of ``faulty.py``'s tools (``huge`` among them): ``bad_byte`` writes a line that is not UTF-8 to the
 stdio channel, ``latin1_reply`` answers with a reply holding such a byte, and ``unreadable`` answers its own
 request with a JSON-RPC reply the client cannot parse (a lone-surrogate escape, or structured content nested
-deeper than the client's parser allows) and then never sends a real one. ``--tools N`` lists N more tools
+deeper than the client's parser allows) and then never sends a real one; ``close_stdout`` ends the stdio
+channel while the process lives on, as a server whose writer died would. ``--tools N`` lists N more tools
 (listed only: calling one is an unknown tool), for a listing that is costly to send and parse;
 ``listings_sent`` says how often the listing was asked for.
 
@@ -15,6 +16,7 @@ SDK (or a C library writing to its inherited descriptor) would. Without one they
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -78,6 +80,20 @@ def build_server(name: str = "wedging", extra_tools: int = 0, wire_fd: int | Non
     async def unreadable(ctx: Context, kind: Literal["surrogate", "deep"] = "surrogate") -> str:
         """Answer this call with a reply the client cannot parse, then never answer it properly."""
         write_to_wire(unreadable_reply(ctx.request_context.request_id, kind))
+        await anyio.sleep_forever()
+        return "unreachable"
+
+    @server.tool()
+    async def close_stdout() -> str:
+        """Close every descriptor of this process that writes to the stdio channel, and keep running: the
+        client's reader sees the channel end while the process lives on (as when a server's writer dies)."""
+        if wire_fd is None:
+            raise ToolError("this tool closes the stdio channel: run the server over stdio")
+        channel = os.readlink(f"/proc/self/fd/{wire_fd}")
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/self/fd/{fd}") == channel:
+                    os.close(int(fd))
         await anyio.sleep_forever()
         return "unreachable"
 
