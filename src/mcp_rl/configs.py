@@ -265,12 +265,14 @@ class RolloutConfig(Section):
         "output identical). false re-reads the whole conversation every turn (the plain generate path).",
     )
     scheduling: Literal["episode", "turn"] = Field(
-        default="episode",
+        default="turn",
         description="episode: each episode advances on its own (its calls go out as soon as its turn is "
         "written; the episodes whose observations are back generate together), so a slow or hung call holds "
         "only its own episode. turn: every unfinished episode generates, then all calls of the batch, then "
         "the next turn, so each turn waits for the slowest call. Same tokens either way (greedy output "
-        "identical); a backend that generates in lockstep across ranks always runs by turn.",
+        "identical); a backend that generates in lockstep across ranks always runs by turn. episode pays off "
+        "with slow or heavy-tailed tools; turn stays the default while episode's extra cross-thread work costs "
+        "it on the chaos benchmark (README, Slow tools).",
     )
     gather: YamlFloat = Field(
         default=0.1,
