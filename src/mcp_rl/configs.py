@@ -271,8 +271,8 @@ class RolloutConfig(Section):
         "only its own episode. turn: every unfinished episode generates, then all calls of the batch, then "
         "the next turn, so each turn waits for the slowest call. Same tokens either way (greedy output "
         "identical); a backend that generates in lockstep across ranks always runs by turn. episode pays off "
-        "with slow or heavy-tailed tools; turn stays the default while episode's extra cross-thread work costs "
-        "it on the chaos benchmark (README, Slow tools).",
+        "with slow or heavy-tailed tools; turn stays the default while episode's extra cross-thread work "
+        "costs it on the chaos benchmark (README, Slow tools).",
     )
     gather: YamlFloat = Field(
         default=0.1,
