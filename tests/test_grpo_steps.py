@@ -167,24 +167,30 @@ def constant_for_the_guild(trajectories, question, **_):
     return [1.0 if q == GUILD else float(i % 2) for i, q in enumerate(question)]
 
 
+def guild_trainer(searching_tiny_model, pool, tmp_path, scheduling: str, **options):
+    """A one-step trainer scored by `constant_for_the_guild` (count reset), rolling out by `scheduling`."""
+    model, tokenizer = searching_tiny_model
+    constant_for_the_guild.episodes = 0
+    trainer = trainer_for(
+        model, tokenizer, pool, tmp_path, rewards=[constant_for_the_guild], max_steps=1, **options
+    )
+    trainer.pipeline.engine.config.scheduling = scheduling
+    return trainer
+
+
 @pytest.mark.parametrize("scheduling", ["episode", "turn"])  # a group replaced as it ends, or in rounds
 def test_dynamic_sampling_replaces_a_group_without_spread_and_scores_each_episode_once(
     searching_tiny_model, pool, tmp_path, scheduling
 ) -> None:
-    model, tokenizer = searching_tiny_model
-    constant_for_the_guild.episodes = 0
-    trainer = trainer_for(
-        model,
-        tokenizer,
+    trainer = guild_trainer(
+        searching_tiny_model,
         pool,
         tmp_path,
-        rewards=[constant_for_the_guild],
+        scheduling,
         questions=(GUILD, TEST_QUESTIONS[0], TEST_QUESTIONS[2]),
-        max_steps=1,
         shuffle_dataset=False,  # the first batch is the guild's group
         grpo=GRPOStepConfig(dynamic_sampling=True, max_extra_rollouts=8),
     )
-    trainer.pipeline.engine.config.scheduling = scheduling
     trainer.train()
     (entry,) = logged(trainer)
     assert entry["dynamic_sampling/extra_rollouts"] == 4.0  # one fresh group of 4 filled the batch
@@ -201,19 +207,14 @@ def test_dynamic_sampling_replaces_a_group_without_spread_and_scores_each_episod
 def test_dynamic_sampling_stops_at_its_cap_and_the_step_is_skipped(
     searching_tiny_model, pool, tmp_path, scheduling
 ):
-    model, tokenizer = searching_tiny_model
-    constant_for_the_guild.episodes = 0
-    trainer = trainer_for(
-        model,
-        tokenizer,
+    trainer = guild_trainer(
+        searching_tiny_model,
         pool,
         tmp_path,
-        rewards=[constant_for_the_guild],
+        scheduling,
         questions=(GUILD,),
-        max_steps=1,
         grpo=GRPOStepConfig(dynamic_sampling=True, max_extra_rollouts=64, min_informative_groups=1),
     )
-    trainer.pipeline.engine.config.scheduling = scheduling
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     (entry,) = logged(trainer)
