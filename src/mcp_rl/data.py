@@ -37,7 +37,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import string
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -50,6 +49,7 @@ from mcp_rl.answers import ANSWER_COLUMNS, golden_list
 from mcp_rl.configs import did_you_mean
 from mcp_rl.datasets import available_datasets, builtin_dataset_dir, is_eval_only
 from mcp_rl.errors import DataError
+from mcp_rl.prompts import template_fields
 from mcp_rl.recipe_paths import DATA_SUFFIXES, looks_like_local_path
 
 if TYPE_CHECKING:
@@ -122,17 +122,6 @@ def load_split(
     default_split = data.train_split if part == "train" else data.eval_split
     field = "data.train" if source is data.train else "data.eval"
     return load_qa(source, split or default_split, limit, answer_column=data.answer_column, field=field)
-
-
-def template_fields(template: str) -> list[str]:
-    """The row columns a ``str.format`` template reads: ``'{question} ({meta[year]})'`` → question, meta."""
-    fields = []
-    for _, field, _, _ in string.Formatter().parse(template):
-        if field:
-            name = re.split(r"[.\[]", field, maxsplit=1)[0]
-            if name and not name.isdigit() and name not in fields:
-                fields.append(name)
-    return fields
 
 
 def check_data(

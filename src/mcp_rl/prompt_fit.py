@@ -9,12 +9,11 @@ the episode's budget of model and observation tokens, and names the tool that ta
 from __future__ import annotations
 
 import json
-import string
 from typing import Any
 
 from mcp_rl.configs import RolloutConfig
 from mcp_rl.errors import ConfigError
-from mcp_rl.prompts import PromptBuilder
+from mcp_rl.prompts import PromptBuilder, template_fields
 
 __all__ = ["check_prompt_fits", "context_tokens", "first_prompt_tokens"]
 
@@ -36,15 +35,11 @@ def context_tokens(tokenizer: Any, model: Any = None) -> int | None:
     return min(limits) if limits else None
 
 
-def _blank_row(template: str) -> dict[str, str]:
-    """An empty value for every field ``template`` names, so the prompt renders without a dataset row."""
-    fields = (name for _, name, _, _ in string.Formatter().parse(template) if name)
-    return {name.split(".")[0].split("[")[0]: "" for name in fields}
-
-
 def first_prompt_tokens(builder: PromptBuilder) -> int:
     """Tokens of the prompt every episode starts with, the question itself left empty."""
-    return len(builder.encode(builder.messages(_blank_row(builder.config.user_template))))
+    return len(
+        builder.encode(builder.messages(dict.fromkeys(template_fields(builder.config.user_template), "")))
+    )
 
 
 def check_prompt_fits(builder: PromptBuilder, rollout: RolloutConfig, context: int | None) -> int | None:

@@ -6,6 +6,8 @@ raw text continuing the assistant's turn.
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,17 @@ _PROBE_TOOL = {
     },
 }
 _PLACEHOLDER = "\u2063OBSERVATION\u2063"
+
+
+def template_fields(template: str) -> list[str]:
+    """The row columns a ``str.format`` template reads: ``'{question} ({meta[year]})'`` → question, meta."""
+    fields = []
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field:
+            name = re.split(r"[.\[]", field, maxsplit=1)[0]
+            if name and not name.isdigit() and name not in fields:
+                fields.append(name)
+    return fields
 
 
 def template_supports_tools(tokenizer: Any) -> bool:

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_rl.data import template_fields
 from mcp_rl.engine import hop_metrics, rollout_metrics
 from mcp_rl.pipeline import RolloutPipeline
+from mcp_rl.prompts import template_fields
 from mcp_rl.rewards import exact_match_score, is_async_reward, sample_rows, score_batch, weighted_total
 from mcp_rl.trajectory import Trajectory
 

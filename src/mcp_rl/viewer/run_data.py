@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 
 from mcp_rl.configs import PromptConfig
-from mcp_rl.data import template_fields
 from mcp_rl.errors import ConfigError
+from mcp_rl.prompts import template_fields
 from mcp_rl.server_config import redacted_servers, server_secrets
 from mcp_rl.viewer.episodes import TRUNCATION_MARKS, EpisodeSource
 from mcp_rl.viewer.jsonl import GrowingJsonl
