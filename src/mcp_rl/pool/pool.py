@@ -139,13 +139,12 @@ class ToolPool:
     def _index_tools(self) -> None:
         exposed = [(c, _exposed_tools(c.config, c.tools)) for c in self._all_connections()]
         # By name: `tool not in shown` compared pydantic models pairwise, quadratic in the tool count.
-        self._withheld = {
-            tool.name: c.config.name
-            for c, shown in exposed
-            for shown_names in [{t.name for t in shown}]
-            for tool in c.tools
-            if tool.name not in shown_names
-        }
+        self._withheld = {}
+        for connection, shown in exposed:
+            shown_names = {tool.name for tool in shown}
+            for tool in connection.tools:
+                if tool.name not in shown_names:
+                    self._withheld[tool.name] = connection.config.name
         owners: Counter[str] = Counter(tool.name for _, shown in exposed for tool in shown)
         # Unique tool names keep their own name; namespaced ones must not take any of them.
         taken = {name for name, count in owners.items() if count == 1}
