@@ -195,12 +195,13 @@ def train(
         trainer.remove_callback(PrinterCallback)
         trainer.add_callback(OptimizerStateInNewestOnly())  # after CheckpointMarker: the newest is complete
         trainable = trainer.model.num_parameters(only_trainable=True)  # under LoRA: the adapters
+        # Before any training, the warm start included: what a step's prompt costs.
+        first_row = dict(trainer.train_dataset[0])
+        print(measure_prompt_cost(recipe, pipeline.parser, pool.tools, first_row, tokenizer=tokenizer).line())
         if recipe.warm_start.demonstrations and checkpoint is None:  # a checkpoint already holds its weights
             run_warm_start(recipe, trainer, pipeline, output)
             trainer.reset_reference()  # TRL built it from the model before the warm start
         add_probes(recipe, trainer, pipeline)
-        first_row = dict(trainer.train_dataset[0])
-        print(measure_prompt_cost(recipe, pipeline.parser, pool.tools, first_row, tokenizer=tokenizer).line())
         trainer.train(resume_from_checkpoint=checkpoint)
         final = output / "final"
         trainer.save_model(str(final))
