@@ -179,7 +179,7 @@ def episode_rows(episodes: Sequence[Episode]) -> list[dict[str, str]]:
 
 def episode_server_config(seeds: Path) -> list[Any]:
     """The per-episode server, ``seeds`` holding ``ok.txt`` and ``fail.txt``."""
-    from mcp_rl.server_config import parse_mcp_servers
+    from mcp_rl.tools.server_config import parse_mcp_servers
 
     for start in ("ok", "fail"):
         (seeds / f"{start}.txt").write_text(start)
@@ -232,7 +232,7 @@ class ScriptedGenerator:
         return None
 
     def generate(self, prompts: Sequence[Sequence[int]], sampling: Any) -> list[Any]:
-        from mcp_rl.generation import Generation
+        from mcp_rl.generation.base import Generation
 
         generations = []
         for ids in prompts:
@@ -298,7 +298,7 @@ def server_configs(with_faults: bool, ports: dict[str, int]) -> list[Any]:
     from servers.echo import build_server as build_echo
     from servers.faulty import build_server as build_faulty
 
-    from mcp_rl.server_config import in_process, parse_mcp_servers
+    from mcp_rl.tools.server_config import in_process, parse_mcp_servers
 
     def stdio(script: str, timeout_s: float) -> dict[str, Any]:
         return {"command": sys.executable, "args": [script], "cwd": str(ROOT), "timeout": timeout_s}
@@ -406,7 +406,7 @@ def settled_connections(ports: dict[str, int], baseline: dict[str, int]) -> dict
     background sends have had their time)."""
     from servers.stalling_http import open_connections
 
-    from mcp_rl.pool.http import CANCELLATION_SEND_TIMEOUT_S
+    from mcp_rl.tools.http import CANCELLATION_SEND_TIMEOUT_S
 
     deadline = time.monotonic() + CANCELLATION_SEND_TIMEOUT_S + 3.0
     while True:
@@ -428,10 +428,10 @@ def run_episodes(
     servers (name → port) whose open connections are counted after a healthy call and after the rollout."""
     from servers.stalling_http import open_connections
 
-    from mcp_rl.configs import PromptConfig, RolloutConfig
-    from mcp_rl.parsers import build_parser
-    from mcp_rl.pipeline import RolloutPipeline
-    from mcp_rl.pool import BlockingToolPool
+    from mcp_rl.config.sections import PromptConfig, RolloutConfig
+    from mcp_rl.env.environment import RolloutPipeline
+    from mcp_rl.env.parsers import build_parser
+    from mcp_rl.tools import BlockingToolPool
 
     watched = watched or {}
     timeouts = {c.name: c.timeout_s for c in configs}
@@ -544,7 +544,7 @@ def main() -> int:
     from conftest import free_port
     from tiny_models import tiny_tokenizer
 
-    from mcp_rl.pool.server_logs import LOG_BACKUPS, LOG_MAX_BYTES, ServerLog
+    from mcp_rl.tools.server_logs import LOG_BACKUPS, LOG_MAX_BYTES, ServerLog
 
     tokenizer = tiny_tokenizer(["episode 0: call the tools", '<tool_call>{"name": "echo"}</tool_call>'])
     only = [name for name in args.only.split(",") if name]

@@ -28,8 +28,8 @@ from typing import Any
 
 from _common import finish, log, version  # bench/ is sys.path[0]
 
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = str(ROOT / "tests" / "servers" / "sqlite_db.py")

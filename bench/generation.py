@@ -43,15 +43,15 @@ import torch
 from _common import log, version
 from mcp.server.mcpserver import MCPServer
 
-from mcp_rl.cached_generation import CachedTransformersGenerator
-from mcp_rl.configs import ModelConfig
-from mcp_rl.engine import RolloutEngine
-from mcp_rl.generation import TransformersGenerator
-from mcp_rl.models import load_model, pick_dtype, resolve_model_path
-from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.recipe import load_recipe
-from mcp_rl.server_config import in_process
+from mcp_rl.config.recipe import load_recipe
+from mcp_rl.config.sections import ModelConfig
+from mcp_rl.env.engine import RolloutEngine
+from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.generation.base import TransformersGenerator
+from mcp_rl.generation.cached import CachedTransformersGenerator
+from mcp_rl.generation.models import load_model, pick_dtype, resolve_model_path
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import in_process
 
 TARGET_SPEEDUP = 2.0  # vLLM over plain transformers
 TARGET_REUSE_SPEEDUP = 3.0  # the attention-state-reusing generator over plain transformers
@@ -77,7 +77,7 @@ def make_search_server(corpus: Sequence[tuple[str, str]], topk: int = 1) -> MCPS
 
 
 def read_fictional(corpus_path: str, limit: int) -> tuple[list[str], list[tuple[str, str]]]:
-    from mcp_rl.data import load_qa
+    from mcp_rl.env.data import load_qa
 
     questions = [row["question"] for row in load_qa("fictional", "train", limit=limit)]
     corpus = []
@@ -186,7 +186,7 @@ def main() -> None:
     generators: dict[str, Any] = {}
     vllm_start_s = None
     if importlib.util.find_spec("vllm") is not None:
-        from mcp_rl.vllm_backend import VLLMGenerator
+        from mcp_rl.generation.vllm import VLLMGenerator
 
         tick = time.perf_counter()
         # vLLM first: in-process it binds this process's OpenMP threads, so every side then runs under the

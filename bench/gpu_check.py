@@ -55,9 +55,9 @@ def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[st
     )
     from transformers import TrainerCallback
 
-    from mcp_rl.pool import BlockingToolPool
-    from mcp_rl.server_config import parse_mcp_servers
-    from mcp_rl.trainer import MCPGRPOTrainer
+    from mcp_rl.tools import BlockingToolPool
+    from mcp_rl.tools.server_config import parse_mcp_servers
+    from mcp_rl.training.trainer import MCPGRPOTrainer
 
     if device == "cuda" and not torch.cuda.is_available():
         raise PlacementError(f"--device cuda, but torch {torch.__version__} sees no CUDA device")

@@ -35,11 +35,11 @@ from typing import Any
 import torch
 from _common import finish, log, version
 
-from mcp_rl.assembly import recipe_parser
-from mcp_rl.configs import ModelConfig, RolloutConfig
-from mcp_rl.pipeline import RolloutPipeline, build_generator
-from mcp_rl.pool import BlockingToolPool, FailureKind
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.config.sections import ModelConfig, RolloutConfig
+from mcp_rl.env.assembly import recipe_parser
+from mcp_rl.env.environment import RolloutPipeline, build_generator
+from mcp_rl.tools import BlockingToolPool, FailureKind
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.25  # episode scheduling's wall time over the per-episode ideal
@@ -94,9 +94,9 @@ class Setup:
             self.rollout = RolloutConfig(max_turns=args.max_turns, max_new_tokens=16)
             self.questions = [TEST_QUESTIONS[i % len(TEST_QUESTIONS)] for i in range(args.prompts)]
         else:
-            from mcp_rl.data import load_qa
-            from mcp_rl.models import load_model
-            from mcp_rl.recipe import load_recipe
+            from mcp_rl.config.recipe import load_recipe
+            from mcp_rl.env.data import load_qa
+            from mcp_rl.generation.models import load_model
 
             self.recipe = load_recipe("search", [f"rollout.max_turns={args.max_turns}"], check_trainer=False)
             self.model, self.tokenizer = load_model(ModelConfig(name_or_path=args.model))

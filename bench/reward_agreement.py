@@ -42,12 +42,12 @@ from _common import finish, log  # bench/ is sys.path[0]
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from mcp_rl.data import load_qa  # noqa: E402
+from mcp_rl.config.recipe import load_recipe  # noqa: E402
 from mcp_rl.datasets import builtin_corpus  # noqa: E402
-from mcp_rl.pool import BlockingToolPool  # noqa: E402
-from mcp_rl.recipe import load_recipe  # noqa: E402
+from mcp_rl.env.data import load_qa  # noqa: E402
+from mcp_rl.env.trajectory import Trajectory  # noqa: E402
 from mcp_rl.rewards import build_reward_functions  # noqa: E402
-from mcp_rl.trajectory import Trajectory  # noqa: E402
+from mcp_rl.tools import BlockingToolPool  # noqa: E402
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 

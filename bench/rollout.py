@@ -90,7 +90,7 @@ class Side:
 
 # -- our engine ----------------------------------------------------------------------------------------------
 def server_config(transport: str, latency_s: float) -> Any:
-    from mcp_rl.server_config import in_process, parse_mcp_servers
+    from mcp_rl.tools.server_config import in_process, parse_mcp_servers
 
     if transport == "in-process":
         return in_process("lookup", task.make_mcp_server(latency_s))
@@ -99,10 +99,10 @@ def server_config(transport: str, latency_s: float) -> Any:
 
 
 def make_engine(model: Any, tokenizer: Any, pool: Any) -> Any:
-    from mcp_rl.configs import PromptConfig, RolloutConfig
-    from mcp_rl.generation import TransformersGenerator
-    from mcp_rl.parsers import build_parser
-    from mcp_rl.pipeline import RolloutPipeline
+    from mcp_rl.config.sections import PromptConfig, RolloutConfig
+    from mcp_rl.env.environment import RolloutPipeline
+    from mcp_rl.env.parsers import build_parser
+    from mcp_rl.generation.base import TransformersGenerator
 
     # Qwen's protocol as TRL runs it: the turn ends at <|im_end|> (no stop string), a turn without a call is
     # the answer, and the reply comes back as a user turn of <tool_response> blocks (Qwen2.5's rendering).
@@ -314,7 +314,7 @@ def measure(
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from mcp_rl.pool import BlockingToolPool
+    from mcp_rl.tools import BlockingToolPool
 
     started = time.perf_counter()
     n = args.trajectories or (16 if args.quick else 64)

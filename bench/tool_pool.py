@@ -35,8 +35,8 @@ from _common import finish, log, version  # bench/ is sys.path[0]
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from mcp_rl.pool import ToolPool
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.tools import ToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 SERVER_SCRIPT = Path(__file__).resolve().with_name("echo_server.py")
 IN_FLIGHT = 256

@@ -1,6 +1,6 @@
 """Seconds per GRPO step of the default recipe as it was (plain transformers generation, TRL's training
 forward) and as it is (the generator that reuses attention state, the lean training forward of
-``mcp_rl.scoring``), in one training run.
+``mcp_rl.training.lean_forward``), in one training run.
 
     python bench/train_step.py [--quick]
 
@@ -35,14 +35,14 @@ from _common import finish, log, version
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from mcp_rl.assembly import tool_pool
-from mcp_rl.cached_generation import CachedTransformersGenerator
-from mcp_rl.generation import Generator, TransformersGenerator
-from mcp_rl.models import load_model, train_top_layers
-from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.recipe import load_recipe
+from mcp_rl.config.recipe import load_recipe
+from mcp_rl.env.assembly import tool_pool
+from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.generation.base import Generator, TransformersGenerator
+from mcp_rl.generation.cached import CachedTransformersGenerator
+from mcp_rl.generation.models import load_model, train_top_layers
 from mcp_rl.rewards import build_reward_functions
-from mcp_rl.run import grpo_config, recipe_trainer, training_dataset
+from mcp_rl.training.run import grpo_config, recipe_trainer, training_dataset
 
 TARGET_STEP_SPEEDUP = 2.0
 

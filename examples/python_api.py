@@ -17,9 +17,9 @@ from mcp_rl import (
     TransformersGenerator,
     parse_mcp_servers,
 )
-from mcp_rl.configs import ModelConfig
+from mcp_rl.config.sections import ModelConfig
 from mcp_rl.datasets import builtin_dataset_dir
-from mcp_rl.models import load_model
+from mcp_rl.generation.models import load_model
 
 SYSTEM = "Search with <search> query </search>, then reply <answer> year </answer>."
 

@@ -17,8 +17,8 @@ from conftest import SQLITE_SERVER, run_cli
 from test_cli import tiny_folder  # noqa: F401  (the fixture: the untrained tiny model saved as a folder)
 
 from mcp_rl.errors import ServerConfigError
-from mcp_rl.pool import FailureKind, ToolPool, ToolPoolError
-from mcp_rl.server_config import parse_mcp_servers, parse_server
+from mcp_rl.tools import FailureKind, ToolPool, ToolPoolError
+from mcp_rl.tools.server_config import parse_mcp_servers, parse_server
 
 FILESYSTEM = "@modelcontextprotocol/server-filesystem"
 

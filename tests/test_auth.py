@@ -22,11 +22,11 @@ import pytest
 from conftest import ROOT, free_port, start_http_server, stop
 from tiny import TEST_QUESTIONS, searching_model, tiny_prompt_config
 
-from mcp_rl.configs import RolloutConfig
-from mcp_rl.generation import TransformersGenerator
-from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.pool import BlockingToolPool, ToolPoolError
-from mcp_rl.server_config import ServerConfigError, parse_mcp_servers
+from mcp_rl.config.sections import RolloutConfig
+from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.generation.base import TransformersGenerator
+from mcp_rl.tools import BlockingToolPool, ToolPoolError
+from mcp_rl.tools.server_config import ServerConfigError, parse_mcp_servers
 
 TOKEN_ENV = "MCP_RL_SERVER_TOKEN"
 # The protocol version is irrelevant to what is checked here (auth and Host checks run before MCP does);

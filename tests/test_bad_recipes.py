@@ -46,8 +46,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, obj
 
 
 def test_there_are_at_least_fifty_cases_and_the_base_is_valid():
-    from mcp_rl.data import check_data
-    from mcp_rl.recipe import load_recipe
+    from mcp_rl.config.recipe import load_recipe
+    from mcp_rl.env.data import check_data
 
     assert len([p for p in CASES.glob("*.yaml") if not p.name.startswith("_")]) >= 50
     check_data(load_recipe(str(CASES / "_base.yaml")))  # each case differs from a recipe that loads

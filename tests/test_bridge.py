@@ -13,8 +13,8 @@ import anyio
 import pytest
 from conftest import ROOT
 
-from mcp_rl import bridge
-from mcp_rl.bridge import THREAD_NAME, portal, run_sync
+from mcp_rl.tools import bridge
+from mcp_rl.tools.bridge import THREAD_NAME, portal, run_sync
 
 
 async def loop_thread(delay_s: float = 0.0) -> int:
@@ -125,7 +125,7 @@ def test_the_loop_is_stopped_at_interpreter_exit():
     script = textwrap.dedent(
         """
         import anyio
-        from mcp_rl.bridge import portal, run_sync
+        from mcp_rl.tools.bridge import portal, run_sync
 
         async def forever():
             try:
@@ -158,7 +158,7 @@ def test_a_subprocess_with_preexec_fn_starts_after_the_loop_is_up():
     import subprocess
     import sys
 
-    from mcp_rl import bridge
+    from mcp_rl.tools import bridge
 
     async def ready() -> bool:
         return True

@@ -11,12 +11,12 @@ from conftest import TEST_QUESTIONS
 from tiny import searching_pipeline
 from tiny_models import tiny_model_and_tokenizer
 
-from mcp_rl.cached_generation import CachedTransformersGenerator, common_length, similar_lengths
-from mcp_rl.configs import RolloutConfig
-from mcp_rl.generation import Generator, SamplingParams, TransformersGenerator
-from mcp_rl.pipeline import build_generator
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.config.sections import RolloutConfig
+from mcp_rl.env.environment import build_generator
+from mcp_rl.generation.base import Generator, SamplingParams, TransformersGenerator
+from mcp_rl.generation.cached import CachedTransformersGenerator, common_length, similar_lengths
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 STOPS = ["</search>", "</answer>"]
 

@@ -15,9 +15,9 @@ import time
 import anyio
 from conftest import ROOT
 
-from mcp_rl.pool import FailureKind, ToolPool, ToolResult
-from mcp_rl.pool.cancellations import is_cancellation
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.tools import FailureKind, ToolPool, ToolResult
+from mcp_rl.tools.cancellations import is_cancellation
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 FAULTY = str(ROOT / "tests" / "servers" / "faulty.py")
 TIMEOUT_S = 1.0

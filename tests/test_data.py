@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcp_rl import data
-from mcp_rl.answers import golden_list as as_answer_list
-from mcp_rl.data import check_data, load_qa, qa_from_rows, question_from_prompt, template_fields
+from mcp_rl.config.recipe import recipe_from_dict
+from mcp_rl.env import data
+from mcp_rl.env.data import check_data, load_qa, qa_from_rows, question_from_prompt, template_fields
+from mcp_rl.env.golden_answers import golden_list as as_answer_list
 from mcp_rl.errors import DataError
-from mcp_rl.recipe import recipe_from_dict
 
 SEARCH_R1_INSTRUCTION = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "

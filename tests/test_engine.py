@@ -10,15 +10,15 @@ from conftest import TEST_QUESTIONS, tiny_prompt_config
 from mcp.server.mcpserver import MCPServer
 from tiny import mask_runs
 
-from mcp_rl.configs import RolloutConfig
-from mcp_rl.engine import hop_metrics, rollout_metrics
-from mcp_rl.generation import TransformersGenerator, cut_at_stop
-from mcp_rl.parsers import build_parser
-from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.prompts import PromptBuilder
-from mcp_rl.server_config import in_process, parse_mcp_servers
-from mcp_rl.trajectory import CallRecord, Trajectory, Turn
+from mcp_rl.config.sections import RolloutConfig
+from mcp_rl.env.engine import hop_metrics, rollout_metrics
+from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.parsers import build_parser
+from mcp_rl.env.prompts import PromptBuilder
+from mcp_rl.env.trajectory import CallRecord, Trajectory, Turn
+from mcp_rl.generation.base import TransformersGenerator, cut_at_stop
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import in_process, parse_mcp_servers
 
 
 def make_engine(model, tokenizer, pool, parser_name="search_r1", **rollout):

@@ -19,11 +19,11 @@ from datasets import Dataset
 from test_distributed import process_alive
 from tiny import child_pids, searching_pipeline, searching_trainer_kwargs, tiny_grpo_config
 
-from mcp_rl.pool import BlockingToolPool, FailureKind
-from mcp_rl.pool.folders import FOLDER_PREFIX, owner_mark, sweep_orphans
 from mcp_rl.rewards import exact_match
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trainer import MCPGRPOTrainer
+from mcp_rl.tools import BlockingToolPool, FailureKind
+from mcp_rl.tools.folders import FOLDER_PREFIX, owner_mark, sweep_orphans
+from mcp_rl.tools.server_config import parse_mcp_servers
+from mcp_rl.training.trainer import MCPGRPOTrainer
 
 SEEDED_SEARCH = str(ROOT / "tests" / "servers" / "seeded_search.py")
 HOLD_EPISODES = str(ROOT / "tests" / "scripts" / "hold_episodes.py")

@@ -15,8 +15,8 @@ from conftest import ROOT, SQLITE_SERVER
 from tiny import child_pids
 
 from mcp_rl.errors import ServerConfigError
-from mcp_rl.pool import BlockingToolPool, FailureKind
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.tools import BlockingToolPool, FailureKind
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ def test_bad_episode_settings_are_refused_with_the_field(entry, message):
 def test_setup_outside_the_episode_folder_is_refused(seed_db, tmp_path):
     entry = episode_entry(seed_db)
     entry["setup"] = [{"copy": str(seed_db), "to": str(tmp_path / "elsewhere.db")}]
-    from mcp_rl.pool import ToolPoolError
+    from mcp_rl.tools import ToolPoolError
 
     with pytest.raises(ToolPoolError, match="outside"), BlockingToolPool(parse_mcp_servers({"db": entry})):
         pass

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from conftest import TEST_QUESTIONS, TEST_SYSTEM
 
+from mcp_rl.config.recipe import recipe_from_dict
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.evaluation import evaluate
-from mcp_rl.recipe import recipe_from_dict
 from mcp_rl.rewards import exact_match, score_batch
-from mcp_rl.trajectory import Trajectory
 
 
 def _episode(i: int, answer: str | None) -> Trajectory:

@@ -17,9 +17,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from servers.faulty import _nested, build_server
 
-from mcp_rl.observation import render_result
-from mcp_rl.pool import FailureKind, ToolPool, ToolPoolError
-from mcp_rl.server_config import in_process, parse_mcp_servers
+from mcp_rl.tools import FailureKind, ToolPool, ToolPoolError
+from mcp_rl.tools.observation import render_result
+from mcp_rl.tools.server_config import in_process, parse_mcp_servers
 
 FAULTY = str(ROOT / "tests" / "servers" / "faulty.py")
 
@@ -224,10 +224,10 @@ async def test_a_tool_with_an_invalid_schema_is_skipped_and_the_rest_kept(caplog
     server's other tools work (before, the whole server was refused with a multi-line pydantic error)."""
     import logging
 
-    from mcp_rl.pool import ToolPool
-    from mcp_rl.server_config import parse_mcp_servers
+    from mcp_rl.tools import ToolPool
+    from mcp_rl.tools.server_config import parse_mcp_servers
 
-    caplog.set_level(logging.WARNING, logger="mcp_rl.pool.listing")
+    caplog.set_level(logging.WARNING, logger="mcp_rl.tools.listing")
     proxy = str(ROOT / "tests" / "servers" / "invalid_tool_proxy.py")
     entry = {"command": sys.executable, "args": [proxy], "cwd": str(ROOT)}
     async with ToolPool(parse_mcp_servers({"wild": entry}), ping_interval_s=60) as pool:

@@ -15,12 +15,12 @@ from conftest import run_cli
 from tiny import TEST_QUESTIONS, searching_trainer_kwargs, tiny_grpo_config, tiny_search_overrides
 from transformers import TrainerCallback
 
-from mcp_rl.configs import GRPOStepConfig, Recipe, RewardSpec, WarmStartConfig
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.probes import DriftProbes
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trainer import MCPGRPOTrainer
-from mcp_rl.warm_start import warm_start
+from mcp_rl.config.sections import GRPOStepConfig, Recipe, RewardSpec, WarmStartConfig
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
+from mcp_rl.training.probes import DriftProbes
+from mcp_rl.training.trainer import MCPGRPOTrainer
+from mcp_rl.training.warm_start import warm_start
 
 TEMPLATES = ["<search> {question} </search>", "<answer> {golden_answers[0]} </answer>"]
 GUILD = TEST_QUESTIONS[1]
@@ -278,8 +278,8 @@ def test_train_with_a_warm_start_anchors_kl_warms_up_and_logs_probes(
 
 
 def test_a_warm_up_under_a_constant_schedule_is_refused_and_lr_0_is_a_control() -> None:
+    from mcp_rl.config.recipe import load_recipe
     from mcp_rl.errors import RecipeError
-    from mcp_rl.recipe import load_recipe
 
     with pytest.raises(RecipeError, match="constant ignores the warm-up; use constant_with_warmup"):
         load_recipe("search", ["trainer.warmup_steps=5"])
@@ -298,8 +298,8 @@ def test_the_search_margin_after_the_first_passage_is_split_by_calls_and_teacher
 ) -> None:
     from tiny import searching_pipeline
 
-    from mcp_rl.probes import SearchMargin, second_turn_start
-    from mcp_rl.warm_start import ScriptedEngine
+    from mcp_rl.training.probes import SearchMargin, second_turn_start
+    from mcp_rl.training.warm_start import ScriptedEngine
 
     model, tokenizer = searching_tiny_model
     scripts = [

@@ -19,9 +19,9 @@ import pytest
 from conftest import ROOT, free_port, stop, wait_for_port
 from servers.stalling_http import STALLS, open_connections
 
-from mcp_rl.pool import FailureKind, ToolPool
-from mcp_rl.pool.http import CANCELLATION_SEND_TIMEOUT_S, ExchangeClosingTransport, environment_proxy
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.tools import FailureKind, ToolPool
+from mcp_rl.tools.http import CANCELLATION_SEND_TIMEOUT_S, ExchangeClosingTransport, environment_proxy
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 # Marked here, not only by conftest after collection: that late mark would drop the parametrization.
 pytestmark = pytest.mark.anyio

@@ -19,12 +19,12 @@ from conftest import SQLITE_SERVER
 from test_scheduling import latency_servers
 from tiny import ROOT, TEST_QUESTIONS, searching_trainer_kwargs, tiny_grpo_config
 
-from mcp_rl.configs import GRPOStepConfig
-from mcp_rl.generation import Generation, SamplingParams, TransformersGenerator
-from mcp_rl.pool import BlockingToolPool, FailureKind
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trainer import MCPGRPOTrainer
-from mcp_rl.trajectory import Trajectory
+from mcp_rl.config.sections import GRPOStepConfig
+from mcp_rl.env.trajectory import Trajectory
+from mcp_rl.generation.base import Generation, SamplingParams, TransformersGenerator
+from mcp_rl.tools import BlockingToolPool, FailureKind
+from mcp_rl.tools.server_config import parse_mcp_servers
+from mcp_rl.training.trainer import MCPGRPOTrainer
 
 TIMEOUT_S = 3.0
 LATENCY_SERVER = str(ROOT / "bench" / "latency_server.py")

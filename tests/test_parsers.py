@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcp_rl.parsers import (
+from mcp_rl.env.parsers import (
     PARSERS,
     ParsedTurn,
     ParseError,

@@ -12,8 +12,8 @@ from conftest import ECHO_SERVER, ROOT, free_port, start_http_server, stop
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ImageContent, TextContent
 
-from mcp_rl.pool import BlockingToolPool, FailureKind, ToolPool, ToolPoolError
-from mcp_rl.server_config import in_process, parse_mcp_servers
+from mcp_rl.tools import BlockingToolPool, FailureKind, ToolPool, ToolPoolError
+from mcp_rl.tools.server_config import in_process, parse_mcp_servers
 
 
 def servers(**entries: object) -> list:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio
 from test_wedged_servers import wedging_stdio
 
-from mcp_rl.pool import FailureKind, ToolPool, ToolResult
+from mcp_rl.tools import FailureKind, ToolPool, ToolResult
 
 TIMEOUT_S = 30.0
 

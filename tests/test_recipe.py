@@ -12,10 +12,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from mcp_rl.configs import Recipe, RewardSpec
-from mcp_rl.datasets import builtin_dataset_dir
-from mcp_rl.errors import RecipeError
-from mcp_rl.recipe import (
+from mcp_rl.config.recipe import (
     apply_overrides,
     describe_recipe_fields,
     find_recipe,
@@ -25,6 +22,9 @@ from mcp_rl.recipe import (
     recipe_from_dict,
     recipe_to_yaml,
 )
+from mcp_rl.config.sections import Recipe, RewardSpec
+from mcp_rl.datasets import builtin_dataset_dir
+from mcp_rl.errors import RecipeError
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(path.stem for path in (ROOT / "recipes").glob("*.yaml"))

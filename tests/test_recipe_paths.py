@@ -14,9 +14,9 @@ import pytest
 import yaml
 from conftest import ECHO_SERVER
 
-from mcp_rl.data import check_data
+from mcp_rl.config.recipe import load_recipe
+from mcp_rl.env.data import check_data
 from mcp_rl.errors import DataError
-from mcp_rl.recipe import load_recipe
 
 # A name no hub has: online it is "no such dataset", offline "not reachable"; either way one line, at once.
 NOWHERE = "mcp-rl-no-such-dataset-3f9c2a"

@@ -15,13 +15,13 @@ from test_third_party import index_problem
 from tiny import warm_up
 from tiny_models import tiny_model_and_tokenizer
 
-from mcp_rl.data import load_qa
+from mcp_rl.config.recipe import load_recipe
 from mcp_rl.datasets import arithmetic, available_datasets, builtin_corpus, builtin_dataset_dir, club
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.recipe import load_recipe
+from mcp_rl.env.data import load_qa
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.rewards.compare import rows as same_rows
-from mcp_rl.trajectory import Trajectory
+from mcp_rl.tools import BlockingToolPool
 
 RECIPES = ("calculator", "sql", "records")
 # What each recipe's tiny model learns to write: one action with a real argument, then an answer.

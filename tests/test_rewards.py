@@ -29,8 +29,7 @@ from starlette.routing import Route
 from tiny_models import tiny_llama, tiny_tokenizer
 from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
-from mcp_rl.bridge import run_sync
-from mcp_rl.pool import BlockingToolPool, ToolResult
+from mcp_rl.env.trajectory import CallRecord, Trajectory, Turn
 from mcp_rl.rewards import (
     DEFAULT_JUDGE_TEMPLATE,
     JudgeReward,
@@ -52,8 +51,9 @@ from mcp_rl.rewards import (
     result_matches_answer,
     tool_use,
 )
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trajectory import CallRecord, Trajectory, Turn
+from mcp_rl.tools import BlockingToolPool, ToolResult
+from mcp_rl.tools.bridge import run_sync
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 KEY_ENV = "MCP_RL_TEST_JUDGE_KEY"
 # The endpoint reads these markers; the template option is part of what the tests exercise.

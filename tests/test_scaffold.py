@@ -12,9 +12,8 @@ import pytest
 from conftest import ECHO_SERVER, run_cli
 from test_cli import tiny_folder  # noqa: F401  (the fixture: the untrained tiny model saved as a folder)
 
-from mcp_rl.parsers import build_parser
-from mcp_rl.pool import ToolSpec
-from mcp_rl.recipe import load_recipe
+from mcp_rl.config.recipe import load_recipe
+from mcp_rl.env.parsers import build_parser
 from mcp_rl.scaffold import (
     ExampleCall,
     ScaffoldError,
@@ -27,6 +26,7 @@ from mcp_rl.scaffold import (
     scaffold,
     server_from_command,
 )
+from mcp_rl.tools import ToolSpec
 
 
 def _tool(name: str, properties: dict[str, Any], required: list[str], *, read_only: bool = False) -> ToolSpec:

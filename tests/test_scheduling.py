@@ -10,10 +10,10 @@ from typing import Any
 from conftest import TEST_QUESTIONS
 from tiny import ROOT, searching_pipeline
 
-from mcp_rl.cached_generation import CachedTransformersGenerator
-from mcp_rl.generation import Generation, SamplingParams
-from mcp_rl.pool import BlockingToolPool, FailureKind
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.generation.base import Generation, SamplingParams
+from mcp_rl.generation.cached import CachedTransformersGenerator
+from mcp_rl.tools import BlockingToolPool, FailureKind
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 
 class RecordingGenerator(CachedTransformersGenerator):

@@ -1,4 +1,5 @@
-"""The lean training forward (``mcp_rl.scoring``) against TRL's fused LM-head forward on a real tiny Llama:
+"""The lean training forward (``mcp_rl.training.lean_forward``) against TRL's fused LM-head forward on a
+real tiny Llama:
 the same log-probabilities, entropies and gradients where the loss reads, with left padding, a shared
 prompt prefix, rows without one, and through ``MCPGRPOTrainer.compute_loss``."""
 
@@ -12,7 +13,7 @@ from tiny import searching_trainer
 from tiny_models import tiny_model_and_tokenizer
 from trl.trainer.utils import add_fused_lm_head
 
-from mcp_rl.scoring import MIN_SHARED_PREFIX, LeanScoring, shared_prefix_length
+from mcp_rl.training.lean_forward import MIN_SHARED_PREFIX, LeanScoring, shared_prefix_length
 
 TEMPERATURE = 0.7
 

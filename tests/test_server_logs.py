@@ -17,12 +17,12 @@ import pytest
 from conftest import ROOT, free_port
 from tiny_models import tiny_model_and_tokenizer
 
-from mcp_rl.configs import ParserConfig, Recipe, RolloutConfig, ToolsConfig
+from mcp_rl.config.sections import ParserConfig, Recipe, RolloutConfig, ToolsConfig
+from mcp_rl.env.environment import RolloutPipeline
 from mcp_rl.errors import ConfigError
-from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.pool import ToolPool, ToolPoolError
-from mcp_rl.pool.server_logs import MAX_LINE_CHARS, TAIL_LINES, ServerLog, StderrCapture
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.tools import ToolPool, ToolPoolError
+from mcp_rl.tools.server_config import parse_mcp_servers
+from mcp_rl.tools.server_logs import MAX_LINE_CHARS, TAIL_LINES, ServerLog, StderrCapture
 
 FLOOD_SERVER = """
 import sys, threading

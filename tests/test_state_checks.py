@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import ECHO_SERVER, ROOT, TEST_QUESTIONS, TEST_SYSTEM
 
-from mcp_rl.configs import Recipe, RewardSpec
+from mcp_rl.config.recipe import recipe_from_dict
+from mcp_rl.config.sections import Recipe, RewardSpec
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.evaluation import RecipeScorer, evaluate
-from mcp_rl.pool import BlockingToolPool, ToolPoolError
-from mcp_rl.recipe import recipe_from_dict
 from mcp_rl.rewards import build_reward_functions
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trajectory import Trajectory
+from mcp_rl.tools import BlockingToolPool, ToolPoolError
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 FILESYSTEM_PACKAGE = "@modelcontextprotocol/server-filesystem"
 

@@ -21,13 +21,13 @@ import pytest
 import yaml
 from conftest import ROOT, TEST_QUESTIONS, tiny_prompt_config
 
-from mcp_rl.configs import RolloutConfig
+from mcp_rl.config.sections import RolloutConfig
+from mcp_rl.env.environment import RolloutPipeline
 from mcp_rl.errors import ServerConfigError
-from mcp_rl.generation import TransformersGenerator
-from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.pool import BlockingToolPool, FailureKind, ToolPool
-from mcp_rl.server_config import parse_mcp_servers, parse_server
-from mcp_rl.server_env import find_executable, pip_settings, uv_index_env
+from mcp_rl.generation.base import TransformersGenerator
+from mcp_rl.tools import BlockingToolPool, FailureKind, ToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers, parse_server
+from mcp_rl.tools.server_env import find_executable, pip_settings, uv_index_env
 
 SQLITE_ERRORS = "^(Database )?[Ee]rror: "  # what mcp-server-sqlite writes instead of isError
 
@@ -189,7 +189,7 @@ def test_sqlite_server_in_a_rollout(searching_tiny_model, tmp_path):
 
 
 def build_tags_parser():
-    from mcp_rl.parsers import build_parser
+    from mcp_rl.env.parsers import build_parser
 
     return build_parser("tags", tools={"search": {"tool": "read_query", "argument": "query"}})
 
@@ -202,7 +202,7 @@ def test_uvx_is_found_beside_our_interpreter_when_not_on_path(monkeypatch, tmp_p
     monkeypatch.setenv("PATH", str(tmp_path))  # an unactivated venv: its bin is not on PATH
     config = parse_server("db", sqlite_entry(tmp_path / "x.db"))
     assert config.command == sys.executable
-    assert config.args[:3] == ["-m", "mcp_rl.server_env", str(beside)]
+    assert config.args[:3] == ["-m", "mcp_rl.tools.server_env", str(beside)]
     assert config.args[3:] == ["mcp-server-sqlite", "--db-path", str(tmp_path / "x.db")]
     uv = parse_server("uv", {"command": "uv", "args": ["--version"]})
     assert uv.command == str(beside.parent / "uv") and uv.args == ["--version"]
@@ -278,7 +278,7 @@ def test_init_on_a_third_party_server_writes_a_recipe_that_validates(tmp_path):
         pytest.skip(index_problem())
     from conftest import run_cli
 
-    from mcp_rl.recipe import load_recipe
+    from mcp_rl.config.recipe import load_recipe
 
     servers = tmp_path / "servers.json"
     db = tmp_path / "x.db"
@@ -296,7 +296,7 @@ def test_init_on_a_third_party_server_writes_a_recipe_that_validates(tmp_path):
 def test_the_mcp1_memo_is_kept_per_package_not_per_server_arguments():
     """A per-episode server gets a new database path every start: it must still find what an earlier start
     learnt (that it needs mcp<2) instead of crashing first each time."""
-    from mcp_rl.server_env import _memo_key
+    from mcp_rl.tools.server_env import _memo_key
 
     def key(*args: str) -> str:
         return _memo_key(["/venv/bin/uvx", *args])

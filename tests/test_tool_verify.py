@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SQLITE_SERVER
 
-from mcp_rl.pool import BlockingToolPool
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.rewards.compare import OPERATORS, first_number, value_at
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trajectory import Trajectory
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 
 @pytest.mark.parametrize(

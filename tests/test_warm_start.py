@@ -11,14 +11,14 @@ import torch
 from conftest import run_cli
 from tiny import searching_pipeline, tiny_search_overrides
 
-from mcp_rl.configs import Recipe, RewardSpec, WarmStartConfig
+from mcp_rl.config.recipe import load_recipe
+from mcp_rl.config.sections import Recipe, RewardSpec, WarmStartConfig
+from mcp_rl.env.trajectory import CallRecord, Trajectory, Turn
 from mcp_rl.errors import DataError, RecipeError
 from mcp_rl.evaluation import RecipeScorer
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.recipe import load_recipe
-from mcp_rl.server_config import parse_mcp_servers
-from mcp_rl.trajectory import CallRecord, Trajectory, Turn
-from mcp_rl.warm_start import (
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
+from mcp_rl.training.warm_start import (
     DroppedDemonstrations,
     ScriptedEngine,
     demonstration_episodes,

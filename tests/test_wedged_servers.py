@@ -15,10 +15,10 @@ from conftest import ECHO_SERVER, ROOT
 from mcp import Client
 from servers.wedging import build_server
 
-from mcp_rl.pool import FailureKind, ToolPool, ToolResult
-from mcp_rl.pool.connection import probe
-from mcp_rl.pool.stdio import MAX_MESSAGE_BYTES
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.tools import FailureKind, ToolPool, ToolResult
+from mcp_rl.tools.connection import probe
+from mcp_rl.tools.server_config import parse_mcp_servers
+from mcp_rl.tools.stdio import MAX_MESSAGE_BYTES
 
 WEDGING = str(ROOT / "tests" / "servers" / "wedging.py")
 
@@ -31,7 +31,7 @@ def wedging_stdio(*args: str, name: str = "wedging") -> list:
 async def test_a_line_that_is_not_utf8_costs_no_call_even_under_load(caplog):
     # Item 1: one `\xff` line killed the SDK's stdout reader; with 8 workers busy, every later call on the
     # server timed out (72 of 72), and the health check, skipped while calls are in flight, never noticed.
-    caplog.set_level(logging.WARNING, logger="mcp_rl.pool.stdio")
+    caplog.set_level(logging.WARNING, logger="mcp_rl.tools.stdio")
     results: list[ToolResult] = []
 
     async def worker(pool: ToolPool) -> None:

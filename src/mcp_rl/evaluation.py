@@ -13,19 +13,19 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mcp_rl.assembly import recipe_parser, tool_pool
-from mcp_rl.configs import Recipe
-from mcp_rl.data import check_data, load_split
-from mcp_rl.engine import hop_metrics
+from mcp_rl.config.sections import Recipe
+from mcp_rl.env.assembly import recipe_parser, tool_pool
+from mcp_rl.env.data import check_data, load_split
+from mcp_rl.env.engine import hop_metrics
+from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.prompt_fit import check_prompt_fits, context_tokens
+from mcp_rl.env.prompts import PromptBuilder
+from mcp_rl.env.recorder import truncated_share, user_prompt
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.errors import ConfigError, DataError
-from mcp_rl.models import load_model, load_tokenizer, pick_dtype, resolve_model_path
-from mcp_rl.pipeline import RolloutPipeline
-from mcp_rl.pool.server_logs import TextSink, command_server_log
-from mcp_rl.prompt_fit import check_prompt_fits, context_tokens
-from mcp_rl.prompts import PromptBuilder
-from mcp_rl.recorder import truncated_share, user_prompt
+from mcp_rl.generation.models import load_model, load_tokenizer, pick_dtype, resolve_model_path
 from mcp_rl.rewards import build_reward_functions, exact_match_score, f1_score, score_batch, weighted_total
-from mcp_rl.trajectory import Trajectory
+from mcp_rl.tools.server_logs import TextSink, command_server_log
 
 
 @contextmanager

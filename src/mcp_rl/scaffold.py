@@ -14,7 +14,8 @@ The steps are plain functions, each usable on its own:
 * :func:`scaffold`: connect, call each tool once, write ``NAME.yaml`` and ``NAME.tasks.jsonl`` (and
   ``NAME_rewards.py`` for a server that writes), and measure what the prompt costs.
 
-The recipe is written with :func:`mcp_rl.recipe.recipe_to_yaml` and checked with ``recipe_from_dict``, so it
+The recipe is written with :func:`mcp_rl.config.recipe.recipe_to_yaml` and checked with
+``recipe_from_dict``, so it
 loads as written. Only tools whose arguments can be derived are called: a call can have side effects, so
 nothing is invented for a parameter without an example, except a path for a tool that declares
 ``readOnlyHint``, which is given the folder the server was started on.
@@ -32,14 +33,14 @@ from typing import Any
 
 import yaml
 
-from mcp_rl.configs import Recipe, validate_config
+from mcp_rl.config.recipe import recipe_from_dict, recipe_to_yaml
+from mcp_rl.config.sections import Recipe, validate_config
+from mcp_rl.env.parsers import Parser, TagParser, ToolCall, ToolCallParser, build_parser
+from mcp_rl.env.prompt_cost import PromptCost, measure_prompt_cost
 from mcp_rl.errors import ConfigError
-from mcp_rl.models import load_model, load_tokenizer, resolve_model_path
-from mcp_rl.parsers import Parser, TagParser, ToolCall, ToolCallParser, build_parser
-from mcp_rl.pool import BlockingToolPool, ToolSpec
-from mcp_rl.prompt_cost import PromptCost, measure_prompt_cost
-from mcp_rl.recipe import recipe_from_dict, recipe_to_yaml
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.generation.models import load_model, load_tokenizer, resolve_model_path
+from mcp_rl.tools import BlockingToolPool, ToolSpec
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 __all__ = [
     "ExampleCall",

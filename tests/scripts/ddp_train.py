@@ -42,10 +42,10 @@ set_offline_env(TRL_EXPERIMENTAL_SILENCE="1")
 
 import torch  # noqa: E402
 
-from mcp_rl.pool import BlockingToolPool  # noqa: E402
-from mcp_rl.server_config import parse_mcp_servers  # noqa: E402
-from mcp_rl.trainer import MCPGRPOTrainer  # noqa: E402
-from mcp_rl.trajectory import Trajectory  # noqa: E402
+from mcp_rl.env.trajectory import Trajectory  # noqa: E402
+from mcp_rl.tools import BlockingToolPool  # noqa: E402
+from mcp_rl.tools.server_config import parse_mcp_servers  # noqa: E402
+from mcp_rl.training.trainer import MCPGRPOTrainer  # noqa: E402
 
 
 class RecordingTrainer(MCPGRPOTrainer):

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from mcp_rl.pool import BlockingToolPool
-from mcp_rl.server_config import parse_mcp_servers
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
 
 
 def main(servers_file: str, episodes: int) -> None:

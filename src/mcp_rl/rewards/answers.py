@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_rl.answers import ANSWER_COLUMNS, golden_list
+from mcp_rl.env.golden_answers import ANSWER_COLUMNS, golden_list
 
 # Dataset columns that may hold the golden answers, in the order they are looked for: the shared names (ours
 # first), then Search-R1's parquet column (`reward_model: {ground_truth: {target: [...]}}`) and its inner key.

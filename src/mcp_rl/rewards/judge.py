@@ -3,7 +3,7 @@
 Async end to end: ``JudgeReward.__call__`` is a coroutine function, so TRL awaits it on its own event loop,
 concurrently with the other async rewards. Backends are async too — :class:`OpenAIJudge` sends a batch's
 requests concurrently over one ``httpx2.AsyncClient``, :class:`TransformersJudge` generates on a worker thread
-so the loop stays free. Synchronous callers go through :func:`mcp_rl.bridge.run_sync`.
+so the loop stays free. Synchronous callers go through :func:`mcp_rl.tools.bridge.run_sync`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any, Protocol
 import anyio
 import httpx2
 
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.rewards.answers import golden_list, golds_column
 from mcp_rl.rewards.samples import sample_question, sample_rows, sample_trajectories
-from mcp_rl.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_rl.configs import did_you_mean
+from mcp_rl.config.sections import did_you_mean
 from mcp_rl.errors import ConfigError
 from mcp_rl.rewards.judge import (
     DEFAULT_JUDGE_TEMPLATE,
@@ -398,9 +398,9 @@ def score_batch(
     functions: Sequence[RewardFunction], trajectories: Sequence[Any], rows: Sequence[Mapping[str, Any]]
 ) -> BatchScores:
     """Call each reward as TRL does (see :func:`reward_arguments`; async ones on the shared loop through
-    ``mcp_rl.bridge.run_sync``) → its scores by display name. A reward that raises or returns the wrong
+    ``mcp_rl.tools.bridge.run_sync``) → its scores by display name. A reward that raises or returns the wrong
     number of scores is recorded in ``errors`` with ``None`` scores; the others still run."""
-    from mcp_rl.bridge import run_sync  # the loop thread starts only when a batch is scored
+    from mcp_rl.tools.bridge import run_sync  # the loop thread starts only when a batch is scored
 
     kwargs = reward_arguments(trajectories, rows)
     result = BatchScores()

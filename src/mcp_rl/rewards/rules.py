@@ -6,9 +6,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.rewards.answers import ARTICLES, exact_match_score, f1_score, golden_list, golds_column
 from mcp_rl.rewards.samples import sample_trajectories
-from mcp_rl.trajectory import Trajectory
 
 
 def _score_answers(

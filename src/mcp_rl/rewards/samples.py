@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_rl.trajectory import Trajectory
+from mcp_rl.env.trajectory import Trajectory
 
 # Keyword arguments TRL or our trainer pass that are not per-sample dataset columns.
 NOT_COLUMNS = frozenset(

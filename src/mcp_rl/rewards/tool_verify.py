@@ -28,12 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.errors import ConfigError
-from mcp_rl.pool import REWARD_RESULT_CHARS, FailureKind, ToolResult
 from mcp_rl.rewards.answers import exact_match_score, row_golds
 from mcp_rl.rewards.compare import OPERATORS
 from mcp_rl.rewards.samples import sample_question, sample_rows, sample_trajectories
-from mcp_rl.trajectory import Trajectory
+from mcp_rl.tools import REWARD_RESULT_CHARS, FailureKind, ToolResult
 
 ArgumentsSpec = Callable[[Trajectory, dict[str, Any]], Mapping[str, Any] | None] | Mapping[str, Any]
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

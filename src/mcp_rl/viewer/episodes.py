@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_rl.observation import TOKEN_TRUNCATION_MARKER, TRUNCATION_MARKER
+from mcp_rl.tools.observation import TOKEN_TRUNCATION_MARKER, TRUNCATION_MARKER
 from mcp_rl.viewer.jsonl import BLOCK_BYTES, GrowingJsonl, Line
 from mcp_rl.viewer.redaction import Redactor
 

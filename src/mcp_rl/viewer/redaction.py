@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mcp_rl.server_config import redact
+from mcp_rl.tools.server_config import redact
 
 # Names of environment variables whose values are credentials wherever they appear (HF_TOKEN, OPENAI_API_KEY).
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|AUTH", re.IGNORECASE)

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from mcp_rl.configs import PromptConfig
+from mcp_rl.config.sections import PromptConfig
+from mcp_rl.env.prompts import template_fields
 from mcp_rl.errors import ConfigError
-from mcp_rl.prompts import template_fields
-from mcp_rl.server_config import redacted_servers, server_secrets
+from mcp_rl.tools.server_config import redacted_servers, server_secrets
 from mcp_rl.viewer.episodes import TRUNCATION_MARKS, EpisodeSource
 from mcp_rl.viewer.jsonl import GrowingJsonl
 from mcp_rl.viewer.redaction import Redactor, environment_secrets

@@ -1,0 +1,194 @@
+"""Drift probes logged every GRPO step, to warn of a collapse before the rewards show it.
+
+- ``probe/kl`` and ``probe/delta_logp``: held-out warm-start demonstrations (played through the real tools,
+  never trained on) scored at their model-written tokens by the warm-started policy once and by the current
+  policy after every step: the mean per-token KL(warm-started ‖ current) over the whole vocabulary, and the
+  mean change in the demonstrated tokens' log-probability;
+- ``probe/hops/N/search_margin``: on probe demonstrations of N calls, teacher-forced right after the first
+  observation, log p(the opening of a call) − log p(the opening of an answer): positive where the model
+  would search again (what a two-hop question needs), negative where it would answer;
+- ``probe/update_norm`` and ``probe/update_norm_over_lr``: how far the optimizer step moved the trained
+  weights (0 for a step skipped for want of signal).
+
+The trainer's own ``grpo/informative_groups`` and TRL's ``frac_reward_zero_std`` sit on the same log line.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+from mcp_rl.config.sections import Recipe
+from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.trajectory import Trajectory
+from mcp_rl.evaluation import RecipeScorer
+from mcp_rl.training.warm_start import demonstration_episodes, own_token_logits, script_from_config
+
+
+def probe_demonstrations(
+    recipe: Recipe, pipeline: RolloutPipeline, rows: Sequence[Mapping[str, Any]]
+) -> list[Trajectory]:
+    """``probes.demonstrations`` demonstrations of the rows after the warm start's own draw (the same seeded
+    order, so none of them was trained on), kept by the same rule as the warm start's."""
+    config = recipe.warm_start
+    held_out = list(rows)[config.episodes : config.episodes + recipe.probes.demonstrations]
+    if not held_out:
+        return []
+    episodes, _ = demonstration_episodes(
+        pipeline,
+        held_out,
+        script_from_config(config),
+        RecipeScorer(recipe, pipeline.pool),
+        min_reward=config.min_reward,
+    )
+    return episodes
+
+
+@contextmanager
+def evaluating(model: Any) -> Iterator[None]:
+    """``model`` in eval mode without gradients, back to its mode after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+@dataclass
+class Continuation:
+    """A context and the tokens scored after it, laid out as an episode for ``own_token_logits``."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    completion_mask: list[int]
+
+
+def second_turn_start(episode: Trajectory) -> int | None:
+    """Where the episode's second model turn starts in its completion (after the first observation)."""
+    mask = episode.completion_mask
+    return next((i for i in range(1, len(mask)) if mask[i - 1] == 0 and mask[i] == 1), None)
+
+
+def opening(text: str) -> str:
+    """The first word of a turn (``<search>``, ``<answer>``, ``<tool_call>``)."""
+    words = text.split()
+    return words[0] if words else ""
+
+
+class SearchMargin:
+    """log p(call opening) − log p(answer opening) after each probe episode's first observation, by the
+    episode's number of calls. The openings are the first words of the demonstrations' first turn (a
+    call) and last turn (the answer); nothing is measured when they are the same word."""
+
+    def __init__(self, episodes: Sequence[Trajectory], tokenizer: Any) -> None:
+        self.items: list[tuple[int, Trajectory, int]] = []  # (calls, episode, turn 2 start)
+        two_turns = [e for e in episodes if len(e.turns) >= 2 and e.calls]
+        call = opening(two_turns[0].turns[0].text) if two_turns else ""
+        answer = opening(two_turns[0].turns[-1].text) if two_turns else ""
+        self.openings = [tokenizer(word, add_special_tokens=False)["input_ids"] for word in (call, answer)]
+        if call == answer or not all(self.openings):
+            return
+        for episode in two_turns:
+            start = second_turn_start(episode)
+            if start is not None:
+                self.items.append((len(episode.calls), episode, start))
+
+    def __call__(self, model: Any, pad_id: int) -> dict[str, float]:
+        if not self.items:
+            return {}
+        continuations = [
+            Continuation(list(episode.prompt_ids) + list(episode.completion_ids[:start]), ids, [1] * len(ids))
+            for _, episode, start in self.items
+            for ids in self.openings
+        ]
+        logits, targets = own_token_logits(model, continuations, pad_id)
+        picked = logits.float().log_softmax(-1).gather(-1, targets[:, None]).squeeze(-1)
+        sums = [float(part.sum()) for part in picked.split([len(c.completion_ids) for c in continuations])]
+        margins: dict[int, list[float]] = defaultdict(list)
+        for index, (hops, _, _) in enumerate(self.items):
+            margins[hops].append(sums[2 * index] - sums[2 * index + 1])
+        return {f"probe/hops/{hops}/search_margin": sum(v) / len(v) for hops, v in sorted(margins.items())}
+
+
+class DriftProbes(TrainerCallback):
+    """Adds the probe numbers of each optimizer step to the trainer's ``step_metrics``.
+
+    Args:
+        metrics: where the numbers go (``MCPGRPOTrainer.step_metrics``: name -> values since the last log).
+        model: the policy; its log-probabilities on ``episodes`` now are the reference.
+        episodes: probe demonstrations (none: no KL probe).
+        pad_id: the tokenizer's padding id.
+        tokenizer: for the search margin (None: not measured).
+        update_norm: also log the size of every update (holds a copy of the trained weights meanwhile).
+    """
+
+    def __init__(
+        self,
+        metrics: dict[str, list[float]],
+        model: Any,
+        episodes: Sequence[Trajectory],
+        pad_id: int,
+        *,
+        tokenizer: Any = None,
+        update_norm: bool = True,
+    ) -> None:
+        self.metrics = metrics
+        self.episodes = list(episodes)
+        self.pad_id = pad_id
+        self.margin = SearchMargin(self.episodes, tokenizer) if tokenizer is not None else None
+        self.update_norm = update_norm
+        self.before: list[torch.Tensor] | None = None
+        self.reference = None
+        if self.episodes:
+            with evaluating(model):
+                self.reference = self.log_probs(model)
+
+    def log_probs(self, model: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-softmax over the vocabulary at each probe token, and each probe token's own log-probability."""
+        logits, targets = own_token_logits(model, self.episodes, self.pad_id)
+        log_softmax = logits.float().log_softmax(-1)
+        return log_softmax, log_softmax.gather(-1, targets[:, None]).squeeze(-1)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        if self.reference is None or model is None:
+            return
+        reference, reference_tokens = self.reference
+        with evaluating(model):
+            now, now_tokens = self.log_probs(model)
+            margins = self.margin(model, self.pad_id) if self.margin is not None else {}
+        kl = (reference.exp() * (reference - now)).sum(-1).mean()
+        self.metrics["probe/kl"].append(float(kl))
+        self.metrics["probe/delta_logp"].append(float((now_tokens - reference_tokens).mean()))
+        for key, value in margins.items():
+            self.metrics[key].append(value)
+
+    def trained(self, model: Any) -> list[torch.Tensor]:
+        return [p for p in model.parameters() if p.requires_grad]
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        if self.update_norm and model is not None:
+            self.before = [p.detach().clone() for p in self.trained(model)]
+
+    def on_optimizer_step(
+        self, args: Any, state: Any, control: Any, model: Any = None, lr_scheduler: Any = None, **_: Any
+    ) -> None:
+        if self.before is None or model is None:
+            return
+        squared = sum(
+            float((p.detach().float() - b.float()).pow(2).sum())
+            for p, b in zip(self.trained(model), self.before, strict=True)
+        )
+        self.before = None
+        norm = squared**0.5
+        self.metrics["probe/update_norm"].append(norm)
+        rate = lr_scheduler.get_last_lr()[0] if lr_scheduler is not None else args.learning_rate
+        if rate > 0:  # the lr-0 control has no ratio; its norm says whether anything moved at all
+            self.metrics["probe/update_norm_over_lr"].append(norm / rate)

@@ -1,0 +1,488 @@
+"""``MCPGRPOTrainer``: TRL's GRPO with our rollout pipeline plugged in through TRL's public ``rollout_func``.
+
+The only module that touches TRL. TRL keeps everything it is good at (loss types, PEFT, the reference
+model, vLLM weight sync, logging); we replace how completions come to be: multi-turn episodes whose
+observation tokens come back as ``env_mask`` 0, so TRL's loss ignores them. The seam is public:
+
+- ``rollout_func`` (TRL 1.16, experimental) receives this process's prompts and returns prompt ids,
+  completion ids, sampled-token logprobs (for vLLM's importance-sampling correction, None otherwise),
+  ``env_mask`` (becomes TRL's ``tool_mask``) and ``trajectories``, which TRL hands to every reward function;
+- reward functions are wrapped by an ``EpisodeRecorder``, which writes traces and logs rollout and tool
+  metrics through TRL's ``log_metric`` once every function has scored the batch;
+- a ``TrainerCallback`` marks each checkpoint folder complete once transformers has written all of it;
+- ``compute_loss`` (a public ``Trainer`` method) hands TRL each micro-batch without its all-padding columns,
+  and tells ``LeanScoring`` (installed over TRL's fused LM-head forward, the way TRL installs its own) which
+  tokens the loss reads;
+- what a step learns from (``GRPOStepConfig``): dynamic sampling refills the batch with groups that have a
+  reward spread before TRL sees it, negative advantages can be down-weighted, and a step with too few
+  informative groups is skipped with Adam's moments untouched (``SkipStepWithoutSignal``);
+- ``reset_reference`` makes the policy as it is (after a warm start) the KL reference.
+
+No private method is overridden.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate.utils import gather_object
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+from trl.models import unwrap_model_for_generation
+from trl.trainer.utils import get_callable_name
+
+from mcp_rl.config.sections import GRPOStepConfig
+from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.recorder import EpisodeRecorder
+from mcp_rl.env.refill import GroupRefill, OverlappingRefill
+from mcp_rl.env.trajectory import Trajectory
+from mcp_rl.errors import ConfigError
+from mcp_rl.generation.base import Generation, SamplingParams, cut_at_stop
+from mcp_rl.training.lean_forward import LeanScoring
+
+COMPLETE_MARKER = "checkpoint-complete"
+
+
+def last_complete_checkpoint(output_dir: str | Path) -> str | None:
+    """The newest ``checkpoint-N`` folder whose save finished, or None."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return None
+    complete = [
+        (int(path.name.split("-")[-1]), path)
+        for path in folder.glob("checkpoint-*")
+        if path.name.split("-")[-1].isdigit() and (path / COMPLETE_MARKER).exists()
+    ]
+    return str(max(complete)[1]) if complete else None
+
+
+# What TRL lays out along the prompt and along the completion (one row per episode).
+PROMPT_KEYS = ("prompt_ids", "prompt_mask")
+COMPLETION_KEYS = (
+    "completion_ids",
+    "completion_mask",
+    "tool_mask",
+    "advantages",
+    "old_per_token_logps",
+    "sampling_per_token_logps",
+    "ref_per_token_logps",
+    "importance_sampling_ratio",
+)
+
+
+def trim_padding(inputs: dict[str, Any]) -> dict[str, Any]:
+    """``inputs`` without the prompt's leading and the completion's trailing columns that are padding in
+    every row.
+
+    TRL pads a whole generation batch to its longest prompt (on the left) and longest completion (on the
+    right), then computes the loss a micro-batch at a time: a micro-batch of short episodes would run the
+    model over columns that are padding in all of its rows (a third of the completion columns in a records
+    run). Padding is masked out of attention and loss, so dropping it changes no token's value beyond float
+    rounding (positions shift alike for every token, and rotary attention sees only their differences).
+    Inputs holding any other per-token tensor (images, token types) are left as they are.
+    """
+    prompt_mask, completion_mask = inputs["prompt_mask"], inputs["completion_mask"]
+    completion_width = completion_mask.size(1)
+    known = {*PROMPT_KEYS, *COMPLETION_KEYS}
+    if any(torch.is_tensor(v) and v.dim() >= 2 and k not in known for k, v in inputs.items()):
+        return inputs
+    used_prompt = prompt_mask.any(0).nonzero()
+    used_completion = completion_mask.any(0).nonzero()
+    start = int(used_prompt[0]) if len(used_prompt) else 0
+    end = int(used_completion[-1]) + 1 if len(used_completion) else completion_width
+    if start == 0 and end == completion_width:
+        return inputs
+    trimmed = dict(inputs)
+    for key in PROMPT_KEYS:
+        trimmed[key] = inputs[key][:, start:]
+    for key in COMPLETION_KEYS:
+        value = inputs.get(key)
+        if torch.is_tensor(value) and value.dim() == 2 and value.size(1) == completion_width:
+            trimmed[key] = value[:, :end]
+    return trimmed
+
+
+class TRLVLLMGenerator:
+    """Generation through TRL's own vLLM integration (``use_vllm=True``, colocate or server mode).
+
+    For CUDA machines: TRL pushes new weights to vLLM before each rollout (``sync`` has nothing to do); we
+    only set each turn's stop strings and token budget. vLLM's sampled-token logprobs come back for TRL's
+    importance-sampling correction. In server mode every rank's prompts are gathered in each call, so the
+    engine must call it in lockstep.
+    """
+
+    def __init__(self, vllm_generation: Any, tokenizer: Any, eos_token_ids: Sequence[int], *, lockstep: bool):
+        self.vllm = vllm_generation
+        self.tokenizer = tokenizer
+        self.eos_token_ids = set(eos_token_ids)
+        self.lockstep = lockstep
+
+    def sync(self, model: Any, step: int) -> None:
+        """TRL's ``rollout_func`` path syncs vLLM's weights itself before calling us."""
+
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]:
+        vllm = self.vllm
+        saved = (vllm.generation_kwargs, vllm.max_completion_length, vllm.temperature, vllm.top_p, vllm.top_k)
+        vllm.generation_kwargs = {
+            **saved[0],
+            "stop": list(sampling.stop_strings),
+            "include_stop_str_in_output": True,
+        }
+        vllm.max_completion_length = sampling.max_new_tokens
+        vllm.temperature, vllm.top_p = sampling.temperature, sampling.top_p
+        vllm.top_k = sampling.top_k if sampling.top_k > 0 else -1
+        try:
+            _, completions, logprobs, _ = vllm.generate(
+                prompts=[list(p) for p in prompts], images=None, num_generations=1
+            )
+        finally:
+            (vllm.generation_kwargs, vllm.max_completion_length, vllm.temperature, vllm.top_p, vllm.top_k) = (
+                saved
+            )
+        generations = []
+        for ids, token_logprobs in zip(completions, logprobs, strict=True):
+            cut, reason = cut_at_stop(ids, self.tokenizer, sampling.stop_strings, self.eos_token_ids)
+            sampled = [float("nan") if lp[0] is None else lp[0] for lp in token_logprobs]
+            generations.append(Generation(cut, reason, sampled[: len(cut)]))
+        return generations
+
+
+class CheckpointMarker(TrainerCallback):
+    """Marks ``checkpoint-N`` complete after transformers wrote all of it (weights, optimizer, RNG state).
+
+    ``on_save`` fires once the whole save has finished; a run killed mid-save leaves a folder without the
+    marker, and resuming skips it (``last_complete_checkpoint``), so a crash never resumes from
+    half-written weights.
+    """
+
+    def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if args.should_save:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir():
+                (folder / COMPLETE_MARKER).write_text(str(state.global_step))
+
+
+class SkipStepWithoutSignal(TrainerCallback):
+    """Drops every gradient before the optimizer step of a batch the trainer marked as without signal.
+
+    ``torch.optim`` Adam and AdamW pass over parameters whose ``grad`` is None: no moment decays, no step
+    count advances, no weight (nor weight decay) moves. A zero gradient instead would still step along the
+    momentum of earlier batches.
+    """
+
+    def __init__(self, trainer: MCPGRPOTrainer) -> None:
+        self.trainer = trainer
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        if self.trainer.skip_update and model is not None:
+            for parameter in model.parameters():
+                parameter.grad = None
+
+
+def prompt_key(row: dict[str, Any]) -> str:
+    return json.dumps(row.get("prompt"), sort_keys=True, default=str)
+
+
+class MCPGRPOTrainer(GRPOTrainer):
+    """GRPO over multi-turn MCP tool use.
+
+    Args:
+        pipeline: a built ``RolloutPipeline`` (tools, parser, prompts, generator). The trainer owns it and
+            closes it when training ends (``close_pipeline=False`` keeps it open).
+        trace_path: where one JSON line per episode goes (its turns, calls, rewards and dataset row).
+        lean_scoring: the training forward reads the prompt prefix all rows share once and projects only the
+            tokens the loss reads onto the vocabulary (``mcp_rl.training.lean_forward``); False keeps TRL's
+            forward. Off
+            under FSDP and DeepSpeed, which own the forward pass. The reference model (``beta > 0``) scores
+            with it too.
+        grpo: which samples a step learns from and when it steps (``GRPOStepConfig``; default: as TRL).
+        model, reward_funcs, args, train_dataset, processing_class, **kwargs: as for ``GRPOTrainer``.
+
+    ``train_dataset`` rows need the columns ``prompt.user_template`` refers to (e.g. ``question``); a
+    ``prompt`` column (the chat messages) is added from the pipeline. Reward functions receive
+    ``trajectories=`` besides TRL's usual arguments.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        reward_funcs: Callable[..., Any] | Sequence[Callable[..., Any]],
+        args: GRPOConfig,
+        train_dataset: Any,
+        processing_class: Any,
+        *,
+        pipeline: RolloutPipeline,
+        trace_path: str | Path | None = None,
+        close_pipeline: bool = True,
+        lean_scoring: bool = True,
+        grpo: GRPOStepConfig | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.pipeline = pipeline
+        self.close_pipeline = close_pipeline
+        self.grpo = grpo or GRPOStepConfig()
+        self._previous_batch: list[Any] = []
+        self._batch_rows: list[dict[str, Any]] | None = None
+        self._ready: list[Trajectory] | None = None  # episodes dynamic sampling already played for the batch
+        self._refill_order: Iterator[int] | None = None
+        self.skip_update = False  # the current batch has too few informative groups: no optimizer step
+        self.step_metrics: dict[str, list[float]] = defaultdict(list)  # ours, added to TRL's log line
+        train_dataset = pipeline.with_prompts(train_dataset)
+        if kwargs.get("eval_dataset") is not None:
+            kwargs["eval_dataset"] = pipeline.with_prompts(kwargs["eval_dataset"])
+        functions = list(reward_funcs) if isinstance(reward_funcs, Sequence) else [reward_funcs]
+        self.recorder = EpisodeRecorder(pipeline, trace_path)
+        recorded = [
+            function
+            if isinstance(function, str) or hasattr(function, "forward")  # reward models: TRL's own
+            else self.recorder.wrap(function, get_callable_name(function))
+            for function in functions
+        ]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
+            super().__init__(
+                model=model,
+                reward_funcs=recorded,
+                args=args,
+                train_dataset=train_dataset,
+                processing_class=processing_class,
+                rollout_func=self.rollout,
+                **kwargs,
+            )
+        self.add_callback(CheckpointMarker())
+        self.add_callback(SkipStepWithoutSignal(self))
+        if self.grpo.dynamic_sampling and self.accelerator.num_processes > 1:
+            raise ConfigError(
+                "grpo.dynamic_sampling runs on one training process only (a group may span ranks)"
+            )
+        if self.grpo.dynamic_sampling and any(isinstance(f, str) or hasattr(f, "forward") for f in functions):
+            raise ConfigError(
+                "grpo.dynamic_sampling needs reward functions, not reward models, to score groups"
+            )
+        self.lean_scoring: LeanScoring | None = None
+        self.reference_scoring: LeanScoring | None = None
+        if lean_scoring and not (self.is_fsdp_enabled or self.is_deepspeed_enabled):
+            policy = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+            self.lean_scoring = LeanScoring(policy, self.temperature, args.cast_lm_head_to_fp32)
+            if self.ref_model is not None:  # under LoRA the reference is the policy's own forward
+                self.reference_scoring = LeanScoring(
+                    self.ref_model, self.temperature, args.cast_lm_head_to_fp32
+                )
+        self.recorder.weights = dict(zip(self.reward_func_names, self.reward_weights.tolist(), strict=True))
+        if self.accelerator.num_processes > 1:
+            self.recorder.distribute(
+                self.accelerator.process_index, self.accelerator.num_processes, gather_object
+            )
+        if args.use_vllm:
+            pipeline.use_generator(
+                TRLVLLMGenerator(
+                    self.vllm_generation,
+                    processing_class,
+                    self.eos_token_ids,
+                    lockstep=args.vllm_mode == "server",
+                )
+            )
+
+    # -- the reference --------------------------------------------------------------------------------
+    def reset_reference(self) -> None:
+        """The policy as it is now becomes the KL reference (``beta > 0``).
+
+        TRL builds its reference when the trainer is built: a second copy loaded from the checkpoint, or
+        under LoRA the base model with the adapters off. A warm start runs after that, so without this the
+        KL term would pull the policy back to the model before the warm start. Under LoRA the adapters are
+        copied into a frozen ``ref`` adapter, which TRL's reference forward then uses.
+        """
+        if self.beta == 0.0:
+            return
+        model = self.accelerator.unwrap_model(self.model)
+        if self.ref_model is not None:
+            self.accelerator.unwrap_model(self.ref_model).load_state_dict(model.state_dict())
+            return
+        if "ref" not in model.peft_config:
+            model.add_adapter("ref", model.peft_config["default"])
+        for name, parameter in model.named_parameters():
+            if ".ref." in name:
+                parameter.requires_grad_(False)
+                parameter.data.copy_(model.get_parameter(name.replace(".ref.", ".default.")).data)
+
+    # -- the rollout ----------------------------------------------------------------------------------
+    def rollout(self, prompts: list[Any], trainer: GRPOTrainer) -> dict[str, Any]:
+        """TRL's ``rollout_func``: one episode per prompt (TRL repeats each prompt once per generation)."""
+        ready, self._ready = self._ready, None
+        if ready is not None and len(ready) == len(prompts):
+            trajectories = ready  # dynamic sampling played and scored this batch already
+        else:
+            # Normally the recorder released them once scored; reward models bypass it (no wrapper).
+            self.pipeline.release(self._previous_batch)
+            rows = self._batch_rows
+            trajectories = self.play(
+                prompts, rows if rows is not None and len(rows) == len(prompts) else None
+            )
+        self._previous_batch = trajectories
+        logprobs = None
+        if all(t.logprobs is not None for t in trajectories):
+            logprobs = [t.logprobs for t in trajectories]
+        return {
+            "prompt_ids": [t.prompt_ids for t in trajectories],
+            "completion_ids": [t.completion_ids for t in trajectories],
+            "logprobs": logprobs,
+            "env_mask": [t.completion_mask for t in trajectories],
+            "trajectories": trajectories,
+        }
+
+    def play(self, prompts: list[Any], rows: list[dict[str, Any]] | None) -> list[Trajectory]:
+        """One episode per prompt with the current weights."""
+        with self.generating():
+            return self.pipeline.engine.rollout(prompts, rows=rows)
+
+    @contextmanager
+    def generating(self) -> Iterator[None]:
+        """The current weights in the generator for the episodes played inside the block."""
+        # Sharded weights (ZeRO-3, FSDP) are gathered for generation: every forward pass would otherwise be a
+        # collective that all ranks must join, and ranks finish their episodes at different turns.
+        with unwrap_model_for_generation(
+            self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
+        ) as unwrapped:
+            self.pipeline.generator.sync(unwrapped, self.state.global_step)
+            yield
+
+    def fresh_rows(self, count: int, seen: set[str]) -> list[dict[str, Any]]:
+        """Up to ``count`` training rows whose prompt is not in ``seen`` (added to it), in a seeded order
+        that cycles through the dataset."""
+        size = len(self.train_dataset)
+        if self._refill_order is None:
+            order = list(range(size))
+            random.Random(self.args.seed).shuffle(order)
+            self._refill_order = itertools.cycle(order)
+        rows: list[dict[str, Any]] = []
+        for _ in range(size):
+            if len(rows) == count:
+                break
+            row = dict(self.train_dataset[next(self._refill_order)])
+            if prompt_key(row) not in seen:
+                seen.add(prompt_key(row))
+                rows.append(row)
+        return rows
+
+    def dynamic_batch(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """DAPO's dynamic sampling: the batch's rows with every group lacking a reward spread replaced by a
+        group of an unseen training question that has one, as far as ``max_extra_rollouts`` allows; the
+        rest filled with dropped groups. The episodes are kept for ``rollout`` and their scores in the
+        recorder, so neither is produced twice. By episode, a group is judged as soon as its episodes
+        ended and its replacement starts while the others run; by turn, in whole rounds."""
+        self.pipeline.release(self._previous_batch)
+        self._previous_batch = []
+        seen = {prompt_key(row) for row in inputs}
+        refill = GroupRefill(
+            self.num_generations,
+            len(inputs) // self.num_generations,
+            self.grpo.max_extra_rollouts,
+            self.recorder.score_ahead,
+            lambda count: self.fresh_rows(count, seen),
+        )
+        try:
+            if self.pipeline.engine.by_episode:
+                self.refill_overlapping(refill, inputs)
+            else:
+                self.refill_in_rounds(refill, inputs)
+        except BaseException:  # nothing will train on these: their servers stop, their scores go
+            self.discard([episode for group in refill.groups for episode in group.episodes])
+            raise
+        for group in refill.surplus():
+            self.discard(group.episodes)
+        chosen = refill.chosen()
+        self.step_metrics["dynamic_sampling/extra_rollouts"].append(float(refill.spent))
+        self.step_metrics["dynamic_sampling/zero_std_share"].append(refill.zero_std_share())
+        self.step_metrics["dynamic_sampling/groups_kept"].append(float(min(len(refill.kept), refill.wanted)))
+        self._ready = [episode for group in chosen for episode in group.episodes]
+        return [row for group in chosen for row in group.rows]
+
+    def refill_in_rounds(self, refill: GroupRefill, rows: list[dict[str, Any]]) -> None:
+        """Play every candidate group, judge them all, then the round of replacements, until none is due."""
+        while rows:
+            episodes = self.play([row["prompt"] for row in rows], rows)
+            refill.judge(refill.add(rows, episodes))
+            rows = refill.replacements(running=0)
+
+    def refill_overlapping(self, refill: GroupRefill, rows: list[dict[str, Any]]) -> None:
+        """Play the batch by episode, each group judged once it ended and replaced while the others run."""
+        engine = self.pipeline.engine
+
+        def start(group_rows: Sequence[dict[str, Any]]) -> list[Trajectory]:
+            return engine.start([row["prompt"] for row in group_rows], 1, group_rows)
+
+        with self.generating():
+            engine.rollout_from(OverlappingRefill(refill, start, rows))
+
+    def discard(self, episodes: Sequence[Trajectory]) -> None:
+        """Episodes no step trains on: their kept scores forgotten, their per-episode servers stopped."""
+        self.recorder.forget(episodes)
+        self.pipeline.release(episodes)
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        # TRL hands `rollout_func` the prompts alone; the rows' other columns are what per-episode servers'
+        # `setup` paths name (`{column}`), so the rows are kept for the rollout this call makes.
+        training = self.model.training
+        if training and self.grpo.dynamic_sampling:
+            inputs = self.dynamic_batch(inputs)
+        self._batch_rows = inputs
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._batch_rows = None
+            self._ready = None
+        if training:
+            self.weigh_advantages(output)
+        return output
+
+    def weigh_advantages(self, output: dict[str, Any]) -> None:
+        """Count the batch's informative groups (some advantage not 0), decide whether the step is skipped,
+        and scale negative advantages by ``grpo.negative_advantage_weight``."""
+        advantages = output["advantages"]
+        # Every rank decides alike (a rank stepping alone would leave the replicas apart), and a group may
+        # span ranks: count over the whole batch.
+        groups = self.accelerator.gather(advantages).view(-1, self.num_generations)
+        informative = int((groups.abs() > 1e-6).any(1).sum())
+        self.skip_update = informative < self.grpo.min_informative_groups
+        self.step_metrics["grpo/informative_groups"].append(float(informative))
+        self.step_metrics["grpo/skipped_step"].append(float(self.skip_update))
+        if self.grpo.negative_advantage_weight != 1.0:
+            output["advantages"] = torch.where(
+                advantages < 0, advantages * self.grpo.negative_advantage_weight, advantages
+            )
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if "loss" in logs and self.step_metrics:
+            logs = {**logs, **{k: sum(v) / len(v) for k, v in self.step_metrics.items() if v}}
+            self.step_metrics.clear()
+        super().log(logs, start_time)
+
+    # -- the loss -------------------------------------------------------------------------------------
+    def compute_loss(
+        self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+    ) -> Any:
+        """TRL's loss on the micro-batch without the columns that are padding in all of its rows, scoring only
+        the tokens the loss reads (model-written completion tokens)."""
+        inputs = trim_padding(inputs)
+        if self.lean_scoring is None:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        loss_mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+        with self.lean_scoring.reading(loss_mask):
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    # -- lifetime -------------------------------------------------------------------------------------
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            if self.close_pipeline:
+                self.pipeline.close()
