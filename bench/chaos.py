@@ -7,7 +7,7 @@ A scripted generator (``ScriptedGenerator``, the project's ``Generator`` protoco
 turns as a model would: each tool turn one call to a healthy echo server (stdio, streamable HTTP or
 in-process, in turn) and, with probability ``--fault-rate``, one call that injects a fault (any kind, or
 the ``--only`` ones), written in the ``tool_call`` parser's format; the last turn answers.
-``RolloutPipeline`` wires the real parser, prompt builder, engine (``--scheduling``: ``rollout.scheduling``)
+``Environment`` wires the real parser, prompt builder, engine (``--scheduling``: ``rollout.scheduling``)
 and ``BlockingToolPool``. The fault
 servers, all under ``tests/servers/``: ``faulty.py`` over HTTP and in-process and ``wedging.py`` (the
 same tools and more) over stdio: a call that hangs, a server that dies mid-call or closes its end,
@@ -429,7 +429,7 @@ def run_episodes(
     from servers.stalling_http import open_connections
 
     from mcp_rl.config.sections import PromptConfig, RolloutConfig
-    from mcp_rl.env.environment import RolloutPipeline
+    from mcp_rl.env.environment import Environment
     from mcp_rl.env.parsers import build_parser
     from mcp_rl.tools import BlockingToolPool
 
@@ -454,7 +454,7 @@ def run_episodes(
         pool.call(names[(name, "echo")], {"text": "baseline"})
         tally.connections_baseline[name] = open_connections(port)
     started = time.perf_counter()
-    with RolloutPipeline(
+    with Environment(
         tokenizer, generator, pool=pool, parser=parser, prompt=PromptConfig(), rollout=rollout
     ) as p:
         prompts = [

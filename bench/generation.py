@@ -46,7 +46,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_rl.config.recipe import load_recipe
 from mcp_rl.config.sections import ModelConfig
 from mcp_rl.env.engine import RolloutEngine
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
 from mcp_rl.generation.base import TransformersGenerator
 from mcp_rl.generation.cached import CachedTransformersGenerator
 from mcp_rl.generation.models import load_model, pick_dtype, resolve_model_path
@@ -213,7 +213,12 @@ def main() -> None:
 
     with BlockingToolPool([in_process("search", make_search_server(corpus))]) as pool:
         sides = [
-            Side(name, RolloutPipeline.from_recipe(recipe, model, tokenizer, pool=pool, generator=g).engine)
+            Side(
+                name,
+                Environment.from_recipe(recipe, pool=pool, rewards=False)
+                .use_model(model, tokenizer, generator=g)
+                .engine,
+            )
             for name, g in generators.items()
         ]
         for side in sides:  # the recipe's scheduling (by episode) but for the side that shows the other one

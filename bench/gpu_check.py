@@ -97,9 +97,9 @@ def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[st
             self.rollouts.append(
                 {
                     "tokens": sum(t.completion_mask.count(1) for t in batch),
-                    "generate_s": self.pipeline.engine.last_stats.get("rollout/generate_s", math.nan),
+                    "generate_s": self.environment.engine.last_stats.get("rollout/generate_s", math.nan),
                     "calls": sum(len(t.calls) for t in batch),
-                    "generator_device": next(self.pipeline.generator.model.parameters()).device.type,
+                    "generator_device": next(self.environment.generator.model.parameters()).device.type,
                 }
             )
             return output
@@ -126,7 +126,7 @@ def run_device(device: str, steps: int, cpu_threads: int, batch: int) -> dict[st
             callbacks=[timer],
             **searching_trainer_kwargs(model, tokenizer, pool, max_new_tokens=24),
         )
-        trainer.train()  # closes the pipeline and its pool
+        trainer.train()  # closes the Environment and its pool
 
     # -- placement checks: each one names what ran where ------------------------------------------------
     problems = []

@@ -36,8 +36,7 @@ import torch
 from _common import finish, log, version
 
 from mcp_rl.config.sections import ModelConfig, RolloutConfig
-from mcp_rl.env.assembly import recipe_parser
-from mcp_rl.env.environment import RolloutPipeline, build_generator
+from mcp_rl.env.environment import Environment, build_generator, recipe_parser
 from mcp_rl.tools import BlockingToolPool, FailureKind
 from mcp_rl.tools.server_config import parse_mcp_servers
 
@@ -80,7 +79,7 @@ def chain_searching_model(searches: int) -> tuple[Any, Any]:
 
 
 class Setup:
-    """The model and how a pipeline on it is built: the tests' tiny searcher, or a recipe's prompt."""
+    """The model and how an Environment on it is built: the tests' tiny searcher, or a recipe's prompt."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -105,11 +104,11 @@ class Setup:
             self.questions = [row["question"] for row in load_qa("fictional", "train", limit=args.prompts)]
         self.model.eval()
 
-    def pipeline(self, pool: BlockingToolPool, scheduling: str) -> RolloutPipeline:
+    def environment(self, pool: BlockingToolPool, scheduling: str) -> Environment:
         rollout = self.rollout.model_copy(update={"scheduling": scheduling})
         generator = build_generator(rollout, self.model, self.tokenizer)
         parser = "search_r1" if self.recipe is None else recipe_parser(self.recipe)
-        return RolloutPipeline(
+        return Environment(
             self.tokenizer, generator, pool=pool, parser=parser, prompt=self.prompt, rollout=rollout
         )
 
@@ -122,11 +121,13 @@ def run_side(setup: Setup, scheduling: str, seed: int) -> dict[str, Any]:
     args = setup.args
     pool = latency_pool(args, seed)
     try:
-        pipeline = setup.pipeline(pool, scheduling)
-        messages = [pipeline.messages({"question": q}) for q in setup.questions]
+        environment = setup.environment(pool, scheduling)
+        messages = [environment.messages({"question": q}) for q in setup.questions]
         torch.manual_seed(seed)
         started = time.perf_counter()
-        trajectories = pipeline.engine.rollout(messages, num_generations=args.samples, greedy=not args.sample)
+        trajectories = environment.engine.rollout(
+            messages, num_generations=args.samples, greedy=not args.sample
+        )
         wall = time.perf_counter() - started
     finally:
         pool.close()
@@ -136,7 +137,7 @@ def run_side(setup: Setup, scheduling: str, seed: int) -> dict[str, Any]:
     side = {
         "wall_s": wall,
         "ideal_s": max(own),
-        "generate_s": pipeline.engine.last_stats["rollout/generate_s"],
+        "generate_s": environment.engine.last_stats["rollout/generate_s"],
         "waited_s": max(waits, default=0.0),
         "calls": len(calls),
         "timeouts": sum(c.failure == TIMEOUT for c in calls),
@@ -175,8 +176,8 @@ def main() -> None:
     warm = argparse.Namespace(**{**vars(args), "hang": 0.0})
     pool = latency_pool(warm, seed=-1)
     try:  # untimed: the first forward passes and the server's first call
-        pipeline = setup.pipeline(pool, "episode")
-        pipeline.engine.rollout([pipeline.messages({"question": setup.questions[0]})], greedy=True)
+        environment = setup.environment(pool, "episode")
+        environment.engine.rollout([environment.messages({"question": setup.questions[0]})], greedy=True)
     finally:
         pool.close()
 

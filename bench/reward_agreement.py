@@ -45,6 +45,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 from mcp_rl.config.recipe import load_recipe  # noqa: E402
 from mcp_rl.datasets import builtin_corpus  # noqa: E402
 from mcp_rl.env.data import load_qa  # noqa: E402
+from mcp_rl.env.recipe_checks import recipe_servers  # noqa: E402
 from mcp_rl.env.trajectory import Trajectory  # noqa: E402
 from mcp_rl.rewards import build_reward_functions  # noqa: E402
 from mcp_rl.tools import BlockingToolPool  # noqa: E402
@@ -84,7 +85,7 @@ def calculator(n: int, rng: random.Random) -> list[tuple[bool, bool, str]]:
     rows = [r for split in ("test", "train") for r in load_qa("arithmetic", split)]
     rows = rng.sample(rows, n)
     answers = [calculator_answers(rng, row["golden_answers"][0]) for row in rows]
-    with BlockingToolPool(recipe.server_configs()) as pool:
+    with BlockingToolPool(recipe_servers(recipe)) as pool:
         rewards, _ = build_reward_functions(recipe.rewards, pool)
         scores = rewards[0](
             trajectories=[answered(a) for a in answers], **rows_as_columns(rows, ("expression",))
@@ -124,7 +125,7 @@ def sql(n: int, rng: random.Random) -> list[tuple[bool, bool, str]]:
         by_kind.setdefault(row["kind"], []).append(row)
     rows = rng.sample(rows, n)
     answers = [sql_answers(rng, row, by_kind[row["kind"]]) for row in rows]
-    with BlockingToolPool(recipe.server_configs()) as pool:
+    with BlockingToolPool(recipe_servers(recipe)) as pool:
         rewards, _ = build_reward_functions(recipe.rewards, pool)
         columns = rows_as_columns(rows, ("reference_sql",))
         scores = rewards[0](trajectories=[answered(a) for a in answers], **columns)
@@ -187,7 +188,7 @@ def records(n: int, rng: random.Random, batch: int = 20) -> list[tuple[bool, boo
     out = []
     folder = Path(tempfile.mkdtemp(prefix="agreement-"))
     try:
-        with BlockingToolPool(recipe.server_configs()) as pool:
+        with BlockingToolPool(recipe_servers(recipe)) as pool:
             rewards, _ = build_reward_functions(recipe.rewards, pool)
             change, state = rewards[0], rewards[1]
             for start in range(0, n, batch):

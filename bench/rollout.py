@@ -100,7 +100,7 @@ def server_config(transport: str, latency_s: float) -> Any:
 
 def make_engine(model: Any, tokenizer: Any, pool: Any) -> Any:
     from mcp_rl.config.sections import PromptConfig, RolloutConfig
-    from mcp_rl.env.environment import RolloutPipeline
+    from mcp_rl.env.environment import Environment
     from mcp_rl.env.parsers import build_parser
     from mcp_rl.generation.base import TransformersGenerator
 
@@ -116,9 +116,7 @@ def make_engine(model: Any, tokenizer: Any, pool: Any) -> Any:
     )
     prompt = PromptConfig(system=task.SYSTEM, tools_in="template")
     generator = TransformersGenerator(model, tokenizer)
-    return RolloutPipeline(
-        tokenizer, generator, pool=pool, parser=parser, prompt=prompt, rollout=config
-    ).engine
+    return Environment(tokenizer, generator, pool=pool, parser=parser, prompt=prompt, rollout=config).engine
 
 
 def ours_side(engine: Any) -> Side:

@@ -36,24 +36,22 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from mcp_rl.config.recipe import load_recipe
-from mcp_rl.env.assembly import tool_pool
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
 from mcp_rl.generation.base import Generator, TransformersGenerator
 from mcp_rl.generation.cached import CachedTransformersGenerator
 from mcp_rl.generation.models import load_model, train_top_layers
-from mcp_rl.rewards import build_reward_functions
 from mcp_rl.training.run import grpo_config, recipe_trainer, training_dataset
 
 TARGET_STEP_SPEEDUP = 2.0
 
 
 class AlternatingGenerators(TrainerCallback):
-    """Before each step, hands the pipeline the generator whose turn it is (and, for "old", switches the
+    """Before each step, hands the Environment the generator whose turn it is (and, for "old", switches the
     lean training forward off); after it, records the step."""
 
-    def __init__(self, pipeline: RolloutPipeline, generators: dict[str, Generator], schedule: list[str]):
+    def __init__(self, environment: Environment, generators: dict[str, Generator], schedule: list[str]):
         self.trainer: Any = None
-        self.pipeline = pipeline
+        self.environment = environment
         self.generators = generators
         self.schedule = schedule  # the generator of each step; the first step is the warm-up
         self.steps: dict[str, list[dict[str, float]]] = {name: [] for name in generators}
@@ -62,13 +60,13 @@ class AlternatingGenerators(TrainerCallback):
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         self.current = self.schedule[state.global_step]
-        self.pipeline.use_generator(self.generators[self.current])
+        self.environment.use_generator(self.generators[self.current])
         if self.trainer is not None and self.trainer.lean_scoring is not None:
             self.trainer.lean_scoring.enabled = self.current != "old"
         self.started, self.started_cpu = time.perf_counter(), time.process_time()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        stats = self.pipeline.engine.last_stats
+        stats = self.environment.engine.last_stats
         step = {
             "step_s": time.perf_counter() - self.started,
             "cpu_s": time.process_time() - self.started_cpu,
@@ -132,9 +130,11 @@ def main() -> None:
     if args.quick:
         overrides += ["trainer.gradient_accumulation_steps=1"]
     recipe = load_recipe("search", overrides)
-    with tempfile.TemporaryDirectory(prefix="train-step-") as output, tool_pool(recipe) as pool:
+    with (
+        tempfile.TemporaryDirectory(prefix="train-step-") as output,
+        Environment.from_recipe(recipe) as environment,
+    ):
         grpo_args = grpo_config(recipe, output)
-        reward_funcs, grpo_args.reward_weights = build_reward_functions(recipe.rewards, pool)
         model, tokenizer = load_model(recipe.model)
         if recipe.model.train_top_layers is not None:
             train_top_layers(model, recipe.model.train_top_layers)
@@ -142,29 +142,26 @@ def main() -> None:
             "old": TransformersGenerator(model, tokenizer, recipe.rollout.batch_size),
             "new": CachedTransformersGenerator(model, tokenizer, recipe.rollout.batch_size),
         }
-        with RolloutPipeline.from_recipe(
-            recipe, model, tokenizer, pool=pool, generator=generators["old"]
-        ) as pipeline:
-            clock = AlternatingGenerators(
-                pipeline, generators, paired_schedule(list(generators), steps_per_side)
-            )
-            questions_per_step = (
-                grpo_args.per_device_train_batch_size * grpo_args.gradient_accumulation_steps
-            ) // grpo_args.num_generations
-            trainer = recipe_trainer(
-                recipe,
-                grpo_args,
-                model,
-                pipeline,
-                reward_funcs,
-                train_dataset=paired_questions(training_dataset(recipe), questions_per_step, steps_per_side),
-                callbacks=[clock],
-                close_pipeline=False,
-            )
-            clock.trainer = trainer
-            trainer.remove_callback(ProgressCallback)
-            trainer.remove_callback(PrinterCallback)
-            trainer.train()
+        environment.use_model(model, tokenizer, generator=generators["old"])
+        clock = AlternatingGenerators(
+            environment, generators, paired_schedule(list(generators), steps_per_side)
+        )
+        questions_per_step = (
+            grpo_args.per_device_train_batch_size * grpo_args.gradient_accumulation_steps
+        ) // grpo_args.num_generations
+        trainer = recipe_trainer(
+            recipe,
+            grpo_args,
+            model,
+            environment,
+            train_dataset=paired_questions(training_dataset(recipe), questions_per_step, steps_per_side),
+            callbacks=[clock],
+            close_environment=False,
+        )
+        clock.trainer = trainer
+        trainer.remove_callback(ProgressCallback)
+        trainer.remove_callback(PrinterCallback)
+        trainer.train()
 
     old, new = clock.steps["old"], clock.steps["new"]
     result: dict[str, Any] = {

@@ -10,16 +10,16 @@ from trl import GRPOConfig
 
 from mcp_rl import (
     BlockingToolPool,
+    Environment,
     MCPGRPOTrainer,
+    ModelConfig,
     PromptConfig,
     RolloutConfig,
-    RolloutPipeline,
-    TransformersGenerator,
+    Rubric,
+    builtin_dataset_dir,
+    load_model,
     parse_mcp_servers,
 )
-from mcp_rl.config.sections import ModelConfig
-from mcp_rl.datasets import builtin_dataset_dir
-from mcp_rl.generation.models import load_model
 
 SYSTEM = "Search with <search> query </search>, then reply <answer> year </answer>."
 
@@ -39,38 +39,36 @@ def main(model_name: str, steps: int, output_dir: str) -> None:
     )
     corpus = builtin_dataset_dir("fictional") / "corpus.jsonl"
     search = {"command": "python", "args": ["-m", "tool_servers.search", "--corpus", str(corpus)]}
-    pool = BlockingToolPool(parse_mcp_servers({"mcpServers": {"search": search}})).start()
-    model, tokenizer = load_model(ModelConfig(name_or_path=model_name))
-    pipeline = RolloutPipeline(
-        tokenizer,
-        TransformersGenerator(model, tokenizer),
-        pool=pool,
-        parser="search_r1",
-        prompt=PromptConfig(system=SYSTEM, user_template="Question: {query}"),
-        rollout=RolloutConfig(max_turns=3, max_new_tokens=48, temperature=0.8),
-    )
-    args = GRPOConfig(
-        output_dir=output_dir,
-        max_steps=steps,
-        num_generations=4,
-        per_device_train_batch_size=4,
-        learning_rate=5e-5,
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        save_strategy="no",
-    )
-    trainer = MCPGRPOTrainer(
-        model=model,
-        reward_funcs=[birth_year_found],
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        pipeline=pipeline,
-        trace_path=f"{output_dir}/traces.jsonl",  # every episode: turns, calls, observations, rewards
-    )
-    trainer.train()  # closes the pipeline and its search server when done
-    trainer.save_model(output_dir)
+    rollout = RolloutConfig(max_turns=3, max_new_tokens=48, temperature=0.8)
+    prompt = PromptConfig(system=SYSTEM, user_template="Question: {query}")
+    rubric = Rubric([birth_year_found], weights=[1.0])  # a weight of 0 logs a metric without training on it
+    pool = BlockingToolPool(parse_mcp_servers({"mcpServers": {"search": search}}))
+    with pool, Environment(pool=pool, prompt=prompt, rollout=rollout, rubric=rubric) as env:
+        model, tokenizer = load_model(ModelConfig(name_or_path=model_name))
+        env.use_model(model, tokenizer)  # the generator, and a check that the prompt fits the model
+        args = GRPOConfig(  # TRL's loss must score with the rollout's sampling and budget (checked)
+            output_dir=output_dir,
+            max_steps=steps,
+            num_generations=4,
+            per_device_train_batch_size=4,
+            learning_rate=5e-5,
+            temperature=rollout.temperature,
+            max_completion_length=rollout.max_completion_tokens,
+            use_cpu=True,
+            bf16=False,
+            report_to="none",
+            save_strategy="no",
+        )
+        trainer = MCPGRPOTrainer(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            environment=env,
+            trace_path=f"{output_dir}/traces.jsonl",  # every episode: turns, calls, observations, rewards
+        )
+        trainer.train()
+        trainer.save_model(output_dir)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,13 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,31 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def two_process_launch(script: Path, *args: str) -> list[str]:
+    """``accelerate launch`` of ``script`` in two CPU processes on this machine (gloo), on a free port.
+    ``--multi_gpu`` picks the torchrun launcher: ``--cpu --num_processes 2`` would start one process."""
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_ip",
+        "127.0.0.1",
+        "--main_process_port",
+        str(free_port()),
+        str(script),
+        *args,
+    ]
 
 
 def wait_for_port(port: int, timeout_s: float = 30.0) -> None:
@@ -164,3 +191,79 @@ def tiny_corpus(tmp_path: Path) -> Path:
 def search_entry(tiny_corpus: Path, tmp_path: Path) -> dict[str, object]:
     """An ``mcpServers`` entry for the real search tool server over stdio on ``tiny_corpus``."""
     return search_stdio_entry(tiny_corpus, tmp_path / "cache")
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The untrained tiny Llama of tests/tiny_models.py and its tokenizer, saved as a model folder."""
+    from tiny_models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer()
+    folder = tmp_path_factory.mktemp("tiny-model")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+# -- the third-party filesystem server (through npx), and `mcp-rl init` on it ---------------------------
+FILESYSTEM = "@modelcontextprotocol/server-filesystem"
+FILESYSTEM_TOOLS = ["list_directory", "read_text_file", "write_file"]  # the README's `init --tools`
+
+
+def filesystem_problem(folder: Path) -> str | None:
+    """Why the filesystem server cannot start here (no Node.js, or no cached package and no registry)."""
+    if shutil.which("npx") is None:
+        return "npx (Node.js) is not installed"
+    try:  # with stdin at its end the server starts, says so, and exits
+        done = subprocess.run(
+            ["npx", "-y", FILESYSTEM, str(folder)], capture_output=True, text=True, timeout=120, input=""
+        )
+    except subprocess.TimeoutExpired:
+        return f"npx could not fetch {FILESYSTEM} within 120 s"
+    if "Secure MCP Filesystem Server" not in done.stderr:
+        return f"npx cannot run {FILESYSTEM}: {(done.stderr or done.stdout).strip()[-300:]}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding ``notes.txt`` for the filesystem server; skips where the server cannot start.
+
+    One for the session: the tests that write run each episode on its own copy (``scope: episode``), and
+    check that this folder is left as it is."""
+    folder = tmp_path_factory.mktemp("fs") / "sandbox"
+    folder.mkdir()
+    problem = filesystem_problem(folder)
+    if problem:
+        pytest.skip(problem)
+    (folder / "notes.txt").write_text("seed\n")
+    return folder
+
+
+@dataclass(frozen=True)
+class InitRun:
+    """What one ``mcp-rl init`` wrote (``NAME.yaml``, ``NAME.tasks.jsonl``, ``NAME_rewards.py``) and said."""
+
+    folder: Path
+    name: str
+    stdout: str
+
+    def copy_to(self, folder: Path) -> Path:
+        """The written files copied into ``folder`` (a test edits its own copy); the recipe's path there."""
+        for path in self.folder.iterdir():
+            shutil.copy2(path, folder / path.name)
+        return folder / f"{self.name}.yaml"
+
+
+@pytest.fixture(scope="session")
+def filesystem_init(sandbox: Path, tiny_folder: str, tmp_path_factory: pytest.TempPathFactory) -> InitRun:
+    """The README's ``mcp-rl init --server 'npx -y ...server-filesystem SANDBOX' --name fs --tools
+    list_directory,read_text_file,write_file`` with the tiny model, run once for the tests that start
+    from it: it starts the server twice, calls its tools and times a step of the model."""
+    folder = tmp_path_factory.mktemp("fs-init")
+    done = run_cli(
+        "init", "--server", f"npx -y {FILESYSTEM} {sandbox}", "--name", "fs", "--dir", str(folder),
+        "--model", tiny_folder, "--tools", ",".join(FILESYSTEM_TOOLS), timeout_s=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return InitRun(folder, "fs", done.stdout)

@@ -6,21 +6,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SQLITE_SERVER, run_cli
-from test_cli import tiny_folder  # noqa: F401  (the fixture: the untrained tiny model saved as a folder)
+from conftest import FILESYSTEM, FILESYSTEM_TOOLS, SQLITE_SERVER, InitRun, run_cli
 
 from mcp_rl.errors import ServerConfigError
 from mcp_rl.tools import FailureKind, ToolPool, ToolPoolError
 from mcp_rl.tools.server_config import parse_mcp_servers, parse_server
-
-FILESYSTEM = "@modelcontextprotocol/server-filesystem"
 
 
 def sqlite_servers(db: Path, **lists: list[str]) -> dict[str, dict[str, object]]:
@@ -80,57 +75,30 @@ def test_a_bad_allow_list_is_one_line_naming_the_field() -> None:
 
 
 # -- the filesystem server (third party, through npx) ----------------------------------------------------
-def filesystem_problem(folder: Path) -> str | None:
-    """Why the filesystem server cannot start here (no Node.js, or no cached package and no registry)."""
-    if shutil.which("npx") is None:
-        return "npx (Node.js) is not installed"
-    try:  # with stdin at its end the server starts, says so, and exits
-        done = subprocess.run(
-            ["npx", "-y", FILESYSTEM, str(folder)], capture_output=True, text=True, timeout=120, input=""
-        )
-    except subprocess.TimeoutExpired:
-        return f"npx could not fetch {FILESYSTEM} within 120 s"
-    if "Secure MCP Filesystem Server" not in done.stderr:
-        return f"npx cannot run {FILESYSTEM}: {(done.stderr or done.stdout).strip()[-300:]}"
-    return None
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    folder = tmp_path / "sandbox"
-    folder.mkdir()
-    problem = filesystem_problem(folder)
-    if problem:
-        pytest.skip(problem)
-    (folder / "notes.txt").write_text("seed\n")
-    return folder
-
-
 def test_filesystem_server_from_init_to_a_state_checked_rollout(
     tmp_path: Path,
     sandbox: Path,
-    tiny_folder: str,  # noqa: F811
+    tiny_folder: str,
+    filesystem_init: InitRun,
 ) -> None:
-    command = f"npx -y {FILESYSTEM} {sandbox}"
-    init = run_cli(
-        "init", "--server", command, "--name", "fs", "--dir", str(tmp_path), "--model", tiny_folder,
-        "--tools", "list_directory,write_file", timeout_s=300,
-    )  # fmt: skip
-    assert init.returncode == 0, init.stderr[-3000:]
-    assert f'few-shot: list_directory({{"path": "{sandbox}"}}) called' in init.stdout  # read-only: the folder
-    assert "few-shot: write_file not called" in init.stdout  # a writing tool is never guessed for
-    assert "warning: fs: write_file declares no readOnlyHint" in init.stdout
-    assert f'"${{episode.dir}}/sandbox" in place of {sandbox}' in init.stdout
-    cost = re.search(r"cost: prompt ([\d,]+) tokens \(([\d,]+) of them the 2 tool schema\(s\)\)", init.stdout)
-    assert cost and 0 < int(cost[2].replace(",", "")) < int(cost[1].replace(",", "")), init.stdout
-    assert "min a step on this machine" in init.stdout  # measured on the tiny model
-    recipe_path = tmp_path / "fs.yaml"
+    # init with the README's --tools (run once for the session: conftest's filesystem_init).
+    said = filesystem_init.stdout
+    assert f'few-shot: list_directory({{"path": "{sandbox}"}}) called' in said  # read-only: the folder
+    assert "few-shot: write_file not called" in said  # a writing tool is never guessed for
+    assert "warning: fs: write_file declares no readOnlyHint" in said
+    assert f'"${{episode.dir}}/sandbox" in place of {sandbox}' in said
+    cost = re.search(r"cost: prompt ([\d,]+) tokens \(([\d,]+) of them the 3 tool schema\(s\)\)", said)
+    assert cost and 0 < int(cost[2].replace(",", "")) < int(cost[1].replace(",", "")), said
+    assert "min a step on this machine" in said  # measured on the tiny model
+    recipe_path = filesystem_init.copy_to(tmp_path)
     recipe = yaml.safe_load(recipe_path.read_text())
     entry = recipe["tools"]["mcpServers"]["fs"]
-    assert entry["includeTools"] == ["list_directory", "write_file"]
+    assert entry["includeTools"] == FILESYSTEM_TOOLS
     assert recipe["rewards"][0]["name"] == "fs_rewards.py:state_check"
 
-    # Only the two schemas reach the prompt.
+    # Narrowed to two tools in the recipe: only those two schemas reach the prompt.
+    entry["includeTools"] = ["list_directory", "write_file"]
+    recipe_path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     prompt = run_cli("prompt", "--recipe", str(recipe_path), "--model", tiny_folder, timeout_s=300)
     assert prompt.returncode == 0, prompt.stderr[-3000:]
     assert "2 tool" in prompt.stdout and '"write_file"' in prompt.stdout
@@ -153,3 +121,4 @@ def test_filesystem_server_from_init_to_a_state_checked_rollout(
     scores = re.findall(r"rewards: state_check ([\d.]+|-)", shown.stdout)
     # 1.00 only if the check listed the episode's copy: the instance refuses paths outside its own folder.
     assert scores == ["1.00", "0.00"], shown.stdout[-3000:]
+    assert sorted(p.name for p in sandbox.iterdir()) == ["notes.txt"]  # shared with other tests: untouched

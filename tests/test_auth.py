@@ -23,7 +23,7 @@ from conftest import ROOT, free_port, start_http_server, stop
 from tiny import TEST_QUESTIONS, searching_model, tiny_prompt_config
 
 from mcp_rl.config.sections import RolloutConfig
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
 from mcp_rl.generation.base import TransformersGenerator
 from mcp_rl.tools import BlockingToolPool, ToolPoolError
 from mcp_rl.tools.server_config import ServerConfigError, parse_mcp_servers
@@ -256,7 +256,7 @@ def test_secret_stays_out_of_trajectories_and_logs(
     entry = {"url": url, "headers": {"Authorization": "Bearer ${SEARCH_TOKEN}"}, "timeout": 2}
     configs = parse_mcp_servers({"search": entry})
     with BlockingToolPool(configs, ping_interval_s=0.5) as pool:
-        pipeline = RolloutPipeline(
+        environment = Environment(
             tokenizer,
             TransformersGenerator(model, tokenizer),
             pool=pool,
@@ -264,9 +264,9 @@ def test_secret_stays_out_of_trajectories_and_logs(
             rollout=RolloutConfig(max_turns=2, max_new_tokens=24),
         )
         rows = [{"question": q} for q in TEST_QUESTIONS]
-        served = pipeline.rollout_rows(rows, greedy=True)
+        served = environment.rollout_rows(rows, greedy=True)
         stop(process)  # now the calls fail, and failure messages are where a header could leak
-        failing = pipeline.rollout_rows(rows, greedy=True)
+        failing = environment.rollout_rows(rows, greedy=True)
     calls = [c for t in served for c in t.calls]
     assert calls and all(c.ok for c in calls), "the warmed-up model should search, with the token accepted"
     failed = [c for t in failing for c in t.calls]

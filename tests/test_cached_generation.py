@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 from conftest import TEST_QUESTIONS
-from tiny import searching_pipeline
+from tiny import searching_environment
 from tiny_models import tiny_model_and_tokenizer
 
 from mcp_rl.config.sections import RolloutConfig
@@ -196,7 +196,7 @@ def test_rollouts_against_a_real_server_match_plain_generate(searching_tiny_mode
             TransformersGenerator(model, tokenizer),
             CachedTransformersGenerator(model, tokenizer),
         ):
-            pipeline = searching_pipeline(model, tokenizer, pool, generator=generator)
+            pipeline = searching_environment(model, tokenizer, pool, generator=generator)
             messages = [pipeline.messages({"question": q}) for q in TEST_QUESTIONS]
             trajectories = pipeline.engine.rollout(messages, num_generations=2, greedy=True)
             outcomes.append(

@@ -195,18 +195,6 @@ def test_recipes_show_a_bad_override_exits_2() -> None:
 
 
 # -- prompt -------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The untrained tiny Llama of tests/tiny_models.py and its tokenizer, saved as a model folder."""
-    from tiny_models import tiny_model_and_tokenizer
-
-    model, tokenizer = tiny_model_and_tokenizer()
-    folder = tmp_path_factory.mktemp("tiny-model")
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 def _echo_recipe(tmp_path: Path, echo_stdio: dict[str, object], model: str, **prompt: object) -> str:
     tasks = tmp_path / "tasks.csv"
     tasks.write_text("topic,expected\nalpha,alpha\nbeta,beta\n")

@@ -12,8 +12,9 @@ import pytest
 
 from mcp_rl.config.recipe import recipe_from_dict
 from mcp_rl.env import data
-from mcp_rl.env.data import check_data, load_qa, qa_from_rows, question_from_prompt, template_fields
+from mcp_rl.env.data import check_data, load_qa, qa_from_rows, question_from_prompt
 from mcp_rl.env.golden_answers import golden_list as as_answer_list
+from mcp_rl.env.prompts import template_fields
 from mcp_rl.errors import DataError
 
 SEARCH_R1_INSTRUCTION = (

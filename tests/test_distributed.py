@@ -12,14 +12,13 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, free_port
+from conftest import ROOT, two_process_launch
 
 SCRIPT = ROOT / "tests" / "scripts" / "ddp_train.py"
 TIMEOUT_S = 240
@@ -72,28 +71,7 @@ def launch(tmp_path_factory: pytest.TempPathFactory) -> Launch:
         "TOKENIZERS_PARALLELISM": "false",
         "PYTHONUNBUFFERED": "1",
     }
-    command = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_ip",
-        "127.0.0.1",
-        "--main_process_port",
-        str(free_port()),
-        str(SCRIPT),
-        str(outdir),
-        "--steps",
-        str(STEPS),
-    ]
+    command = two_process_launch(SCRIPT, str(outdir), "--steps", str(STEPS))
     started = time.monotonic()
     # Its own process group, so that a hung run can be stopped whole (launcher, ranks, tool servers).
     process = subprocess.Popen(

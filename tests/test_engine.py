@@ -11,18 +11,17 @@ from mcp.server.mcpserver import MCPServer
 from tiny import mask_runs
 
 from mcp_rl.config.sections import RolloutConfig
-from mcp_rl.env.engine import hop_metrics, rollout_metrics
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
+from mcp_rl.env.metrics import rollout_metrics
 from mcp_rl.env.parsers import build_parser
 from mcp_rl.env.prompts import PromptBuilder
-from mcp_rl.env.trajectory import CallRecord, Trajectory, Turn
 from mcp_rl.generation.base import TransformersGenerator, cut_at_stop
 from mcp_rl.tools import BlockingToolPool
 from mcp_rl.tools.server_config import in_process, parse_mcp_servers
 
 
 def make_engine(model, tokenizer, pool, parser_name="search_r1", **rollout):
-    pipeline = RolloutPipeline(
+    environment = Environment(
         tokenizer,
         TransformersGenerator(model, tokenizer),
         pool=pool,
@@ -30,7 +29,7 @@ def make_engine(model, tokenizer, pool, parser_name="search_r1", **rollout):
         prompt=tiny_prompt_config(),
         rollout=RolloutConfig(**{"max_turns": 3, "max_new_tokens": 24, "temperature": 1.0, **rollout}),
     )
-    return pipeline.engine, pipeline.prompts
+    return environment.engine, environment.prompts
 
 
 def test_multi_turn_search_with_exact_token_alignment(searching_tiny_model, search_entry):
@@ -148,22 +147,3 @@ def test_engine_speed_is_not_asserted_but_recorded(searching_tiny_model, search_
         wall = time.perf_counter() - start
     stats = engine.last_stats
     assert 0 <= stats["rollout/generate_s"] <= stats["rollout/total_s"] <= wall + 1e-3
-
-
-def test_hop_metrics_split_exact_match_and_second_calls_by_hop_count():
-    def episode(calls: int) -> Trajectory:
-        trajectory = Trajectory(prompt_index=0, prompt_messages=[], prompt_ids=[1])
-        trajectory.turns = [Turn(text="", calls=[CallRecord(0, "search", {}, "") for _ in range(calls)])]
-        return trajectory
-
-    episodes = [episode(1), episode(2), episode(2), episode(0), episode(3)]
-    rows = [{"hops": 1}, {"hops": 1}, {"hops": 2}, {"hops": 2}, {}]
-    metrics = hop_metrics(episodes, rows, [1.0, 0.0, 1.0, 1.0, 0.0])
-    assert metrics == {
-        "hops/1/called_twice": 0.5,
-        "hops/1/em": 0.5,
-        "hops/2/called_twice": 0.5,
-        "hops/2/em": 1.0,
-    }
-    assert "hops/1/em" not in hop_metrics(episodes, rows, None)
-    assert hop_metrics(episodes, [{}] * 5, None) == {}

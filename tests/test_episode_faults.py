@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT
 from datasets import Dataset
 from test_distributed import process_alive
-from tiny import child_pids, searching_pipeline, searching_trainer_kwargs, tiny_grpo_config
+from tiny import child_pids, searching_environment, searching_trainer_kwargs, tiny_grpo_config
 
 from mcp_rl.rewards import exact_match
 from mcp_rl.tools import BlockingToolPool, FailureKind
@@ -79,7 +79,7 @@ def test_a_rollout_scores_the_episode_that_failed_to_start_as_a_failure(tmp_path
     model, tokenizer = searching_tiny_model
     rows = [{"question": "Where does the fox live?", "golden_answers": ["Draskel"]}] * 4
     with BlockingToolPool(parse_mcp_servers({"db": crashing_entry(tmp_path, crash_at=2)})) as pool:
-        pipeline = searching_pipeline(model, tokenizer, pool)
+        pipeline = searching_environment(model, tokenizer, pool)
         trajectories = pipeline.rollout_rows(rows, greedy=True)
         assert len(trajectories) == 4
         failed = [t for t in trajectories if t.finish_reason == "episode_failed"]
@@ -117,7 +117,7 @@ def test_setup_column_gives_each_row_its_own_seed(tmp_path, searching_tiny_model
         pool.close_episodes([missing, fine])
         # The engine hands each trajectory's row to its episode.
         model, tokenizer = searching_tiny_model
-        pipeline = searching_pipeline(model, tokenizer, pool)
+        pipeline = searching_environment(model, tokenizer, pool)
         trajectories = pipeline.rollout_rows(rows, greedy=True)
         first_results = [t.calls[0].observation if t.calls else None for t in trajectories]
         assert first_results == seen
@@ -230,7 +230,7 @@ def test_training_hands_each_rows_columns_to_its_episodes_setup(tmp_path, search
         trainer = MCPGRPOTrainer(
             args=tiny_grpo_config(tmp_path / "out", max_steps=1, num_generations=2),
             train_dataset=dataset,
-            close_pipeline=False,
+            close_environment=False,
             **kwargs,
         )
         trainer.train()

@@ -100,11 +100,11 @@ def test_a_killed_instance_fails_only_its_own_episode(seed_db):
 
 def test_per_episode_tools_are_kept_through_rewards_in_a_rollout(seed_db, searching_tiny_model):
     """The engine opens one episode per trajectory; the instances stay up until ``release``."""
-    from tiny import searching_pipeline
+    from tiny import searching_environment
 
     model, tokenizer = searching_tiny_model
     with BlockingToolPool(parse_mcp_servers({"db": episode_entry(seed_db, warm=2)})) as pool:
-        pipeline = searching_pipeline(model, tokenizer, pool)
+        pipeline = searching_environment(model, tokenizer, pool)
         trajectories = pipeline.rollout_rows([{"question": "Where does the fox live?"}] * 3)
         folders = [t.tools.dir for t in trajectories]
         assert len(set(folders)) == 3 and all(f.is_dir() for f in folders)

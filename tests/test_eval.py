@@ -1,4 +1,4 @@
-"""`mcp-rl eval` scores episodes with the recipe's own rewards, called as TRL calls them (``score_batch``)."""
+"""`mcp-rl eval` scores episodes with the recipe's own rewards, called as TRL calls them (the rubric)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from conftest import TEST_QUESTIONS, TEST_SYSTEM
 from mcp_rl.config.recipe import recipe_from_dict
 from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.evaluation import evaluate
-from mcp_rl.rewards import exact_match, score_batch
+from mcp_rl.rewards import Rubric, exact_match
 
 
 def _episode(i: int, answer: str | None) -> Trajectory:
@@ -26,7 +26,7 @@ def _episode(i: int, answer: str | None) -> Trajectory:
     )
 
 
-def test_score_batch_calls_each_reward_as_trl_does_and_survives_a_failing_one() -> None:
+def test_the_rubric_calls_each_reward_as_trl_does_and_survives_a_failing_one() -> None:
     seen: dict[str, Any] = {}
 
     def by_column(*, completions: list[Any], level: list[int], trajectories: list[Trajectory], **kw: Any):
@@ -46,9 +46,8 @@ def test_score_batch_calls_each_reward_as_trl_does_and_survives_a_failing_one() 
         {"task": "a", "level": 1, "golden_answers": ["1"]},
         {"task": "b", "level": 2, "golden_answers": ["x"]},
     ]
-    scored = score_batch(
-        [by_column, halves, broken, too_few, exact_match], [_episode(0, "1"), _episode(1, "3")], rows
-    )
+    rubric = Rubric([by_column, halves, broken, too_few, exact_match], weights=[1.0, 2.0, 1.0, 1.0, 0.0])
+    scored = rubric.score([_episode(0, "1"), _episode(1, "3")], rows)
     assert scored.scores == {
         "by_column": [1.0, 0.0],
         "halves": [0.5, None],
@@ -57,8 +56,15 @@ def test_score_batch_calls_each_reward_as_trl_does_and_survives_a_failing_one() 
         "exact_match": [1.0, 0.0],
     }
     assert scored.errors == {
-        "broken": "KeyError: 'expected'",
-        "too_few": "ValueError: returned 1 scores for 2 episodes",
+        "broken": {"episodes": 2, "first_error": "KeyError: 'expected'"},
+        "too_few": {"episodes": 2, "first_error": "ValueError: returned 1 scores for 2 episodes"},
+    }
+    # Weighted as TRL weighs them: unscored left out, the zero-weight exact_match a metric only.
+    assert scored.totals == [1.0 + 2 * 0.5, 0.0]
+    assert scored.skipped() == {
+        "halves": {"skipped": 1, "of": 2},
+        "broken": {"skipped": 2, "of": 2},
+        "too_few": {"skipped": 2, "of": 2},
     }
     # Every dataset column arrives as a list, beside TRL's own arguments.
     assert seen["task"] == ["a", "b"] and seen["golden_answers"] == [["1"], ["x"]]

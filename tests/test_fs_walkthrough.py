@@ -2,7 +2,9 @@
 server (through ``npx``), its advice applied, tasks and a held-out split, then ``train`` and ``eval`` with a
 tiny model.
 
-Skips where Node.js or the cached server package is missing (the ``sandbox`` fixture says why)."""
+The ``init`` itself is conftest's ``filesystem_init``, run once for the session and shared with
+test_allow_list.py; this test works on its own copy of what it wrote. Skips where Node.js or the cached
+server package is missing (the ``sandbox`` fixture says why)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import run_cli
-from test_allow_list import FILESYSTEM, sandbox  # noqa: F401  (the fixture: a folder the server may use)
-from test_cli import tiny_folder  # noqa: F401  (the fixture: the untrained tiny model saved as a folder)
+from conftest import FILESYSTEM, InitRun, run_cli
 
 TRAIN_TASKS = [
     {"task": "Write the word hello to hello.txt.", "answer": "hello.txt"},
@@ -72,17 +72,9 @@ def apply_the_readme_edits(recipe_path: Path, folder: Path) -> None:
 
 
 def test_filesystem_server_from_init_to_train_and_eval(
-    tmp_path: Path,
-    sandbox: Path,  # noqa: F811
-    tiny_folder: str,  # noqa: F811
+    tmp_path: Path, sandbox: Path, filesystem_init: InitRun
 ) -> None:
-    init = run_cli(
-        "init", "--server", f"npx -y {FILESYSTEM} {sandbox}", "--name", "fs", "--dir", str(tmp_path),
-        "--model", tiny_folder, "--tools", "list_directory,read_text_file,write_file", "--no-measure",
-        timeout_s=300,
-    )  # fmt: skip
-    assert init.returncode == 0, init.stderr[-3000:]
-    recipe_path = tmp_path / "fs.yaml"
+    recipe_path = filesystem_init.copy_to(tmp_path)
     few_shot = yaml.safe_load(recipe_path.read_text())["prompt"]["few_shot"]
     assert str(sandbox) in few_shot[1]["content"]  # the folder init called with, which the edit replaces
     apply_the_readme_edits(recipe_path, sandbox)

@@ -64,7 +64,7 @@ def trainer_for(model, tokenizer, pool, tmp_path, *, rewards=None, questions=TES
         grpo=grpo,
         peft_config=peft_config,
         trace_path=tmp_path / "traces.jsonl",
-        close_pipeline=False,  # the pool serves several trainers in a test
+        close_environment=False,  # the pool serves several trainers in a test
         **kwargs,
     )
 
@@ -76,7 +76,7 @@ def warm_started(trainer: MCPGRPOTrainer) -> None:
             demonstrations=TEMPLATES, episodes=3, epochs=4, batch_size=3, learning_rate=1e-2
         ),
     )
-    warm_start(recipe, trainer.model, trainer.pipeline, rows(*TEST_QUESTIONS))
+    warm_start(recipe, trainer.model, trainer.environment, rows(*TEST_QUESTIONS))
 
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full-weights", "lora"])
@@ -174,7 +174,7 @@ def guild_trainer(searching_tiny_model, pool, tmp_path, scheduling: str, **optio
     trainer = trainer_for(
         model, tokenizer, pool, tmp_path, rewards=[constant_for_the_guild], max_steps=1, **options
     )
-    trainer.pipeline.engine.config.scheduling = scheduling
+    trainer.environment.engine.config.scheduling = scheduling
     return trainer
 
 
@@ -296,7 +296,7 @@ def test_a_warm_up_under_a_constant_schedule_is_refused_and_lr_0_is_a_control() 
 def test_the_search_margin_after_the_first_passage_is_split_by_calls_and_teacher_forced(
     searching_tiny_model, pool
 ) -> None:
-    from tiny import searching_pipeline
+    from tiny import searching_environment
 
     from mcp_rl.training.probes import SearchMargin, second_turn_start
     from mcp_rl.training.warm_start import ScriptedEngine
@@ -306,9 +306,11 @@ def test_the_search_margin_after_the_first_passage_is_split_by_calls_and_teacher
         ["<search> fox </search>", "<answer> Draskel </answer>"],
         ["<search> fox </search>", "<search> Ober river </search>", "<answer> Draskel </answer>"],
     ]
-    with searching_pipeline(model, tokenizer, pool) as pipeline:
-        engine = ScriptedEngine(pipeline.engine, scripts)
-        episodes = engine.rollout([pipeline.messages(row) for row in rows(*TEST_QUESTIONS[:2])], greedy=True)
+    with searching_environment(model, tokenizer, pool) as environment:
+        engine = ScriptedEngine(environment.engine, scripts)
+        episodes = engine.rollout(
+            [environment.messages(row) for row in rows(*TEST_QUESTIONS[:2])], greedy=True
+        )
         margins = SearchMargin(episodes, tokenizer)(model, tokenizer.pad_token_id)
     assert set(margins) == {"probe/hops/1/search_margin", "probe/hops/2/search_margin"}
     for episode in episodes:  # the same number from a plain forward over each continuation

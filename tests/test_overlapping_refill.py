@@ -77,9 +77,9 @@ def trained_one_step(
     one more group; its log line."""
     from datasets import Dataset
 
-    pipeline = {"generator": generator} if generator is not None else {}
-    kwargs = searching_trainer_kwargs(policy, tokenizer, pool, **pipeline)
-    kwargs["pipeline"].engine.config.scheduling = scheduling
+    parts = {"generator": generator} if generator is not None else {}
+    kwargs = searching_trainer_kwargs(policy, tokenizer, pool, **parts)
+    kwargs["environment"].engine.config.scheduling = scheduling
     trainer = MCPGRPOTrainer(
         args=tiny_grpo_config(
             tmp_path / "out", max_steps=1, per_device_train_batch_size=8, shuffle_dataset=False

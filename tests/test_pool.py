@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ImageContent, TextContent
 
 from mcp_rl.tools import BlockingToolPool, FailureKind, ToolPool, ToolPoolError
-from mcp_rl.tools.server_config import in_process, parse_mcp_servers
+from mcp_rl.tools.server_config import ENTRY_KEYS, entry_schema, in_process, parse_mcp_servers, parse_server
 
 
 def servers(**entries: object) -> list:
@@ -273,3 +273,20 @@ def test_config_parsing(monkeypatch, tmp_path):
         with pytest.raises(ValueError, match=message):
             parse_mcp_servers({"mcpServers": {"s": entry}})
     assert ROOT.exists()
+
+
+def test_an_entry_takes_the_keys_clients_write_with_help_on_each_and_numbers_as_text():
+    schema = entry_schema()
+    assert list(schema["properties"]) == list(ENTRY_KEYS)
+    assert {"command", "url", "timeout", "maxConcurrency", "includeTools", "scope"} <= set(ENTRY_KEYS)
+    assert all(field.get("description") for field in schema["properties"].values())
+    assert schema["additionalProperties"] is False
+    # A port in args or a number in env is passed on as the text written; desktop-client keys are accepted.
+    config = parse_server(
+        "s", {"command": "python", "args": ["--port", 8000], "env": {"N": 3}, "type": "stdio"}
+    )
+    assert config.args == ["--port", "8000"] and config.env == {"N": "3"}
+    with pytest.raises(
+        ValueError, match=r"^mcpServers\.s: unknown field\(s\) \['timeout_s'\]; known fields: command"
+    ):
+        parse_server("s", {"command": "python", "timeout_s": 3})  # the Python name is not an entry key

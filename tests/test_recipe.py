@@ -24,6 +24,7 @@ from mcp_rl.config.recipe import (
 )
 from mcp_rl.config.sections import Recipe, RewardSpec
 from mcp_rl.datasets import builtin_dataset_dir
+from mcp_rl.env.recipe_checks import check_recipe, recipe_servers
 from mcp_rl.errors import RecipeError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def test_shipped_recipes_are_listed_with_descriptions() -> None:
 def test_shipped_recipe_validates_and_round_trips(name: str) -> None:
     recipe = load_recipe(name)
     assert recipe.name == name
-    assert recipe.server_configs()
+    assert recipe_servers(recipe)
     # What `recipes show` prints loads back to the same recipe.
     assert recipe_from_dict(yaml.safe_load(recipe_to_yaml(recipe))) == recipe
 
@@ -60,11 +61,11 @@ def test_search_recipe_resolves_the_builtin_corpus_into_the_server_args() -> Non
     recipe = load_recipe("search")
     corpus = str(builtin_dataset_dir("fictional") / "corpus.jsonl")
     assert recipe.data.corpus == corpus
-    (server,) = recipe.server_configs()
+    (server,) = recipe_servers(recipe)
     assert server.command == sys.executable  # `python` means the interpreter running mcp-rl
     assert server.args[server.args.index("--corpus") + 1] == corpus
     assert [m["role"] for m in recipe.prompt.few_shot] == ["user", "assistant"] * 4
-    assert [(r.name, r.weight) for r in recipe.rewards] == [
+    assert [(r.name, r.weight) for r in recipe.rewards if r.weight] == [  # weight 0: logged metrics
         ("exact_match", 1.0),
         ("f1", 0.5),
         ("answer_retrieved", 0.2),
@@ -80,13 +81,13 @@ def test_search_nq_leaves_environment_variables_to_the_servers(monkeypatch: pyte
     recipe = load_recipe("search-nq")
     assert "${SEARCH_R1_RETRIEVER_URL:-http://127.0.0.1:8000}" in recipe.tools.mcpServers["search"]["args"]
     monkeypatch.setenv("SEARCH_R1_RETRIEVER_URL", "http://10.0.0.5:9000")
-    assert "http://10.0.0.5:9000" in recipe.server_configs()[0].args
+    assert "http://10.0.0.5:9000" in recipe_servers(recipe)[0].args
 
 
 def test_defaults_alone_are_a_valid_recipe() -> None:
     recipe = recipe_from_dict({})
     assert recipe == Recipe(name="recipe")
-    assert recipe.server_configs() == []
+    assert recipe_servers(recipe) == []
 
 
 def test_every_config_field_has_help_and_is_described() -> None:
@@ -128,7 +129,7 @@ def test_overrides_are_parsed_as_yaml() -> None:
     assert recipe.model.lora is True and recipe.model.lora_target_modules == ["q_proj", "v_proj"]
     assert recipe.data.eval is None
     assert recipe.rewards[1].weight == 2
-    assert [server.timeout_s for server in recipe.server_configs()] == [7.0]
+    assert [server.timeout_s for server in recipe_servers(recipe)] == [7.0]
     assert recipe.prompt.system == "Be brief."
 
 
@@ -172,7 +173,7 @@ def test_relative_corpus_paths_are_resolved_against_the_working_directory(
 
 def test_interpolation_applies_after_overrides() -> None:
     recipe = load_recipe("search", ["data.corpus=/elsewhere/corpus.jsonl"])
-    assert "/elsewhere/corpus.jsonl" in recipe.server_configs()[0].args
+    assert "/elsewhere/corpus.jsonl" in recipe_servers(recipe)[0].args
 
 
 # -- mistakes -----------------------------------------------------------------------------------------
@@ -219,18 +220,25 @@ MALFORMED_OVERRIDES = [
     (["=3"], "--set =3: expected KEY.PATH=VALUE"),
     (["x=[1"], "--set x: value '[1' is not valid YAML"),
     (["rollout.max_turns.x=3"], "--set rollout.max_turns.x: rollout.max_turns is 3, which has no field 'x'"),
-    (["rewards.5.weight=1"], "--set: rewards is a list of 4 item(s); use an index 0..3"),
-    (["rewards=[{name: exact}]"], "rewards[0].name: unknown reward 'exact' (did you mean exact_match?)"),
+    (
+        ["rewards=[{name: f1}, {name: format}]", "rewards.2.weight=1"],
+        "--set: rewards is a list of 2 item(s); use an index 0..1",
+    ),
     (["rewards=[{name: exact_match, wieght: 2}]"], "rewards[0].wieght: unknown field (did you mean weight?)"),
     (["rewards=[]"], "rewards: give at least one reward"),
-    (["parser.options={bogus: 1}"], "parser.options: invalid options for parser 'search_r1'"),
+    (
+        ["rewards=[{name: format, options: {partial: 0.5}}]"],
+        "rewards[0].options.partial: unknown field (did you mean partial_credit?)",
+    ),
+    (["rewards=[{name: tool_verify, options: {arguments: {}}}]"], "rewards[0].options.tool: missing"),
+    (
+        ["rewards=[{name: judge, options: {backend: api, model: m}}]"],
+        "rewards[0].options.backend: expected one of 'openai', 'transformers', got 'api'",
+    ),
     (["prompt.few_shot=[{role: bot, content: hi}]"], "prompt.few_shot[0]: expected a chat message"),
     (["prompt.few_shot=hello"], "prompt.few_shot: expected a list of mappings, got 'hello'"),
     (["prompt.user_template='Q: {question'"], "prompt.user_template: not a valid format string"),
     (["model=smollm2"], "model: expected a mapping with fields name_or_path, dtype"),
-    (["tools.mcpServers.search.comand=python"], "tools.mcpServers.search: unknown field(s) ['comand']"),
-    (["tools.mcpServers.search=python"], "tools.mcpServers.search must be an object with 'command' or 'url'"),
-    (["tools.mcpServers.web={url: ftp://x}"], "tools.mcpServers.web.url must start with http:// or https://"),
     (
         ["tools.mcpServers.search.args=${data.corpsu}"],
         "${data.corpsu} names no recipe field (did you mean data.corpus?)",
@@ -238,10 +246,6 @@ MALFORMED_OVERRIDES = [
     (
         ["data.corpus=null"],
         "tools.mcpServers.search.args[3]: ${data.corpus} is null; set data.corpus in the recipe",
-    ),
-    (
-        ["tools.mcpServers.search.args=['${NO_SUCH_VAR_42}']"],
-        "environment variable NO_SUCH_VAR_42 is not set",
     ),
     (
         ["data.corpus=fictionl"],
@@ -258,11 +262,38 @@ def test_malformed_recipe_is_refused_with_one_line(overrides: list[str], message
         load_recipe("search", overrides)
 
 
+# Mistakes only building finds: the reward's name looked up, the parser built, the servers resolved.
+# Loading does none of that work, so it accepts them; check_recipe (run when an environment is built, and
+# by every command right after loading) refuses them with the same one line.
+UNBUILDABLE_OVERRIDES = [
+    (["rewards=[{name: exact}]"], "rewards[0].name: unknown reward 'exact' (did you mean exact_match?)"),
+    (["parser.options={bogus: 1}"], "parser.options: invalid options for parser 'search_r1'"),
+    (["tools.mcpServers.search.comand=python"], "tools.mcpServers.search: unknown field(s) ['comand']"),
+    (["tools.mcpServers.search=python"], "tools.mcpServers.search must be an object with 'command' or 'url'"),
+    (["tools.mcpServers.web={url: ftp://x}"], "tools.mcpServers.web.url must start with http:// or https://"),
+    (
+        ["tools.mcpServers.search.args=['${NO_SUCH_VAR_42}']"],
+        "environment variable NO_SUCH_VAR_42 is not set",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"), UNBUILDABLE_OVERRIDES, ids=[o[0] for o, _ in UNBUILDABLE_OVERRIDES]
+)
+def test_unbuildable_recipe_loads_and_is_refused_with_one_line_when_checked(
+    overrides: list[str], message: str
+) -> None:
+    recipe = load_recipe("search", overrides)
+    with raises_one_line(message):
+        check_recipe(recipe)
+
+
 def test_undotted_references_are_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_CORPUS", "/from/env.jsonl")
     recipe = load_recipe("search", ["tools.mcpServers.search.args=['${MY_CORPUS}']"], check_trainer=False)
     assert recipe.tools.mcpServers["search"]["args"] == ["${MY_CORPUS}"]  # expanded when servers start
-    assert recipe.server_configs()[0].args == ["/from/env.jsonl"]
+    assert recipe_servers(recipe)[0].args == ["/from/env.jsonl"]
 
 
 MALFORMED_FILES = [
@@ -369,6 +400,24 @@ def test_missing_or_unknown_recipes(tmp_path: Path) -> None:
         load_recipe("serch")
 
 
+def test_a_recipe_over_a_base_merges_mappings_and_replaces_lists_and_values(tmp_path: Path) -> None:
+    (tmp_path / "under.yaml").write_text(
+        "rollout: {max_turns: 2, max_new_tokens: 32}\nprompt: {system: Be brief., few_shot: "
+        "[{role: user, content: a}, {role: assistant, content: b}]}\nrewards: [{name: f1}, {name: format}]\n"
+    )
+    (tmp_path / "over.yaml").write_text(
+        "base: under.yaml\nrollout: {max_turns: 3}\nprompt: {system: null, few_shot: []}\n"
+        "rewards: [{name: exact_match}]\n"
+    )
+    recipe = load_recipe(str(tmp_path / "over.yaml"))
+    assert (recipe.rollout.max_turns, recipe.rollout.max_new_tokens) == (3, 32)  # merged key by key
+    assert recipe.prompt.system is None and recipe.prompt.few_shot == []  # null and [] replace
+    assert [r.name for r in recipe.rewards] == ["exact_match"]  # a list is replaced, not appended to
+    (tmp_path / "odd.yaml").write_text("base: under.yaml\nrollout: {null: x}\n")
+    with raises_one_line("odd.yaml: cannot be laid over its base 'under.yaml'"):
+        load_recipe(str(tmp_path / "odd.yaml"))
+
+
 def test_a_recipe_file_by_path_is_named_after_its_stem(tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text("rollout:\n  max_turns: 2\ntrainer:\n  learning_rate: 3e-6\n")
@@ -458,15 +507,23 @@ def test_a_reward_file_is_found_beside_the_recipe_from_any_working_directory(
         ),
     ],
 )
-def test_a_reward_that_cannot_be_used_is_one_line_at_load(
+def test_a_reward_that_cannot_be_used_is_one_line_when_checked(
     tmp_path: Path, reward: dict[str, Any], message: str
 ) -> None:
     folder = tmp_path / "recipes"
     path = _reward_recipe(folder, reward)
     (folder / "mine.py").write_text(REWARDS_PY)
     (folder / "broken.py").write_text("x = undefined_name\n")
+    recipe = load_recipe(str(path))  # the file is not imported yet
     with raises_one_line(message.replace("RECIPES", str(folder.resolve()))):
-        load_recipe(str(path))
+        check_recipe(recipe)
+
+
+def test_every_built_in_reward_has_an_options_model() -> None:
+    from mcp_rl.config.reward_options import BUILTIN_REWARD_OPTIONS
+    from mcp_rl.rewards import BUILTIN_REWARDS
+
+    assert list(BUILTIN_REWARD_OPTIONS) == list(BUILTIN_REWARDS)
 
 
 def test_a_package_reward_imports_from_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ from conftest import ECHO_SERVER
 
 from mcp_rl.config.recipe import load_recipe
 from mcp_rl.env.data import check_data
+from mcp_rl.env.recipe_checks import recipe_servers
 from mcp_rl.errors import DataError
 
 # A name no hub has: online it is "no such dataset", offline "not reachable"; either way one line, at once.
@@ -82,7 +83,7 @@ def test_every_relative_path_in_a_recipe_resolves_against_its_folder(
     assert recipe.data.corpus == str(project / "corpus.jsonl")
     assert recipe.rewards[1].name == f"{project / 'my_rewards.py'}:score"
     assert recipe.warm_start.demonstrations == f"{project / 'demos.py'}:turns"
-    server = recipe.server_configs()[0]
+    server = recipe_servers(recipe)[0]
     assert server.cwd == str(project)
     assert server.setup == [{"copy": str(project / "seed.db"), "to": "${episode.dir}/seed.db"}]
     # Arguments are the server's own strings, run in its cwd; ${data.corpus} is the resolved field.
@@ -134,7 +135,7 @@ def test_paths_given_with_set_resolve_against_the_working_directory(
         check_trainer=False,
     )
     assert recipe.data.eval == str(shell / "mine.jsonl")
-    assert recipe.server_configs()[0].setup[0]["copy"] == str(shell / "other.db")
+    assert recipe_servers(recipe)[0].setup[0]["copy"] == str(shell / "other.db")
     assert recipe.data.train == str(project / "tasks")  # not overridden: still the recipe's
 
 

@@ -18,6 +18,7 @@ from tiny_models import tiny_model_and_tokenizer
 from mcp_rl.config.recipe import load_recipe
 from mcp_rl.datasets import arithmetic, available_datasets, builtin_corpus, builtin_dataset_dir, club
 from mcp_rl.env.data import load_qa
+from mcp_rl.env.recipe_checks import recipe_servers
 from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.rewards import build_reward_functions
 from mcp_rl.rewards.compare import rows as same_rows
@@ -162,7 +163,7 @@ def answered(answer: str | None, tools: object = None) -> Trajectory:
 def test_calculator_reward_checks_the_answer_against_the_calculator():
     recipe = load_recipe("calculator")
     rows = load_qa("arithmetic", "test", limit=2)
-    with BlockingToolPool(recipe.server_configs()) as pool:
+    with BlockingToolPool(recipe_servers(recipe)) as pool:
         rewards, _ = build_reward_functions(recipe.rewards, pool)
         verified = rewards[0]
         gold = [row["golden_answers"][0] for row in rows]
@@ -187,7 +188,7 @@ def test_sql_reward_runs_the_reference_query_on_the_third_party_server():
         rows[2]["golden_answers"][-1],
         "Nowhere",
     ]
-    with BlockingToolPool(recipe.server_configs()) as pool:
+    with BlockingToolPool(recipe_servers(recipe)) as pool:
         rewards, _ = build_reward_functions(recipe.rewards, pool)
         scores = rewards[0](
             trajectories=[answered(a) for a in answers], reference_sql=[r["reference_sql"] for r in rows]
@@ -220,7 +221,7 @@ def test_records_state_check_scores_a_correct_episode_1_and_wrong_ones_0():
         # One letter of the name wrong (inside the name, not at either end): the asked-for row is missing.
         "misspelled": (book, [book["reference_sql"].replace(book_member, misspelled)]),
     }
-    with BlockingToolPool(recipe.server_configs()) as pool:
+    with BlockingToolPool(recipe_servers(recipe)) as pool:
         rewards, _ = build_reward_functions(recipe.rewards, pool)
         change, state = rewards[0], rewards[1]
         episodes = pool.open_episodes(len(episodes_by_case))

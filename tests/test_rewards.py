@@ -558,7 +558,8 @@ def test_build_reward_functions_with_every_name(endpoint, tool_pool, tiny_lm, tm
 
 def test_build_reward_functions_errors():
     with pytest.raises(
-        ValueError, match=r"unknown reward 'bleu'; known: answer_retrieved, exact_match, f1, format, judge"
+        ValueError,
+        match=r"unknown reward 'bleu'; known: answer_retrieved, called_twice, exact_match, f1, format",
     ):
         build_reward_functions(["bleu"])
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['partial'\] for reward 'format'"):

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from conftest import ECHO_SERVER, run_cli
-from test_cli import tiny_folder  # noqa: F401  (the fixture: the untrained tiny model saved as a folder)
 
 from mcp_rl.config.recipe import load_recipe
 from mcp_rl.env.parsers import build_parser
@@ -107,7 +106,7 @@ def test_server_from_command_names_the_server_after_its_script() -> None:
     assert server_from_command("python /x/echo.py")[0] == "echo"
 
 
-def test_init_on_the_echo_server_writes_a_recipe_that_rolls_out(tmp_path: Path, tiny_folder: str) -> None:  # noqa: F811
+def test_init_on_the_echo_server_writes_a_recipe_that_rolls_out(tmp_path: Path, tiny_folder: str) -> None:
     servers = {"mcpServers": {"echo": {"command": sys.executable, "args": [ECHO_SERVER]}}}
     config = tmp_path / "servers.json"
     config.write_text(json.dumps(servers))
@@ -146,7 +145,7 @@ def test_init_on_the_echo_server_writes_a_recipe_that_rolls_out(tmp_path: Path, 
     )
 
 
-def test_init_on_the_calculator_uses_tags_and_a_real_result(tmp_path: Path, tiny_folder: str) -> None:  # noqa: F811
+def test_init_on_the_calculator_uses_tags_and_a_real_result(tmp_path: Path, tiny_folder: str) -> None:
     result = run_cli(
         "init", "--server", "python -m tool_servers.calculator", "--dir", str(tmp_path), "--no-measure"
     )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from conftest import TEST_QUESTIONS
-from tiny import ROOT, searching_pipeline
+from tiny import ROOT, searching_environment
 
 from mcp_rl.generation.base import Generation, SamplingParams
 from mcp_rl.generation.cached import CachedTransformersGenerator
@@ -40,10 +40,10 @@ def latency_servers(*options: str, timeout_s: float = 30.0) -> Any:
 def run(model: Any, tokenizer: Any, scheduling: str, *options: str, timeout_s: float = 30.0) -> Any:
     generator = RecordingGenerator(model, tokenizer)
     with BlockingToolPool(latency_servers(*options, timeout_s=timeout_s)) as pool:
-        pipeline = searching_pipeline(model, tokenizer, pool, generator=generator)
-        pipeline.engine.config.scheduling = scheduling
-        messages = [pipeline.messages({"question": q}) for q in TEST_QUESTIONS]
-        trajectories = pipeline.engine.rollout(messages, num_generations=3, greedy=True)
+        environment = searching_environment(model, tokenizer, pool, generator=generator)
+        environment.engine.config.scheduling = scheduling
+        messages = [environment.messages({"question": q}) for q in TEST_QUESTIONS]
+        trajectories = environment.engine.rollout(messages, num_generations=3, greedy=True)
     return trajectories, generator
 
 
@@ -96,9 +96,9 @@ def test_episodes_taken_lazily_at_most_some_in_flight(searching_tiny_model):
     generator = RecordingGenerator(model, tokenizer)
     taken = []
     with BlockingToolPool(latency_servers(*options)) as pool:
-        pipeline = searching_pipeline(model, tokenizer, pool, generator=generator)
-        engine = pipeline.engine
-        messages = [pipeline.messages({"question": q}) for q in TEST_QUESTIONS]
+        environment = searching_environment(model, tokenizer, pool, generator=generator)
+        engine = environment.engine
+        messages = [environment.messages({"question": q}) for q in TEST_QUESTIONS]
 
         def episodes() -> Any:
             for index in range(len(messages)):  # a group at a time, once a slot is free

@@ -18,7 +18,7 @@ from conftest import ROOT, free_port
 from tiny_models import tiny_model_and_tokenizer
 
 from mcp_rl.config.sections import ParserConfig, Recipe, RolloutConfig, ToolsConfig
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
 from mcp_rl.errors import ConfigError
 from mcp_rl.tools import ToolPool, ToolPoolError
 from mcp_rl.tools.server_config import parse_mcp_servers
@@ -246,12 +246,15 @@ def big_tool_recipe(tmp_path: Path, repeats: int) -> Recipe:
 def test_a_tool_description_past_the_models_context_is_refused_naming_the_tool(tmp_path: Path) -> None:
     model, tokenizer = tiny_model_and_tokenizer()
     context = model.config.max_position_embeddings
+    environment = Environment.from_recipe(big_tool_recipe(tmp_path, repeats=300))
     with pytest.raises(ConfigError) as raised:
-        RolloutPipeline.from_recipe(big_tool_recipe(tmp_path, repeats=300), model, tokenizer)
+        environment.use_model(model, tokenizer)
+    assert environment.closed and environment.pool.portal is None, "a model that cannot read it: servers stop"
     message = str(raised.value)
     assert f"the model reads at most {context} tokens" in message
     assert "tool catalogue/lookup's description" in message
     assert "mcpServers.catalogue.excludeTools: [lookup]" in message and "\n" not in message
-    # The same server with a short description fits, and the pipeline is built.
-    with RolloutPipeline.from_recipe(big_tool_recipe(tmp_path, repeats=2), model, tokenizer) as pipeline:
-        assert [tool.name for tool in pipeline.prompts.tools] == ["lookup"]
+    # The same server with a short description fits, and the Environment is built.
+    with Environment.from_recipe(big_tool_recipe(tmp_path, repeats=2)) as environment:
+        environment.use_model(model, tokenizer)
+        assert [tool.name for tool in environment.prompts.tools] == ["lookup"]

@@ -14,8 +14,8 @@ from conftest import ECHO_SERVER, ROOT, TEST_QUESTIONS, TEST_SYSTEM
 from mcp_rl.config.recipe import recipe_from_dict
 from mcp_rl.config.sections import Recipe, RewardSpec
 from mcp_rl.env.trajectory import Trajectory
-from mcp_rl.evaluation import RecipeScorer, evaluate
-from mcp_rl.rewards import build_reward_functions
+from mcp_rl.evaluation import evaluate
+from mcp_rl.rewards import Rubric, build_reward_functions
 from mcp_rl.tools import BlockingToolPool, ToolPoolError
 from mcp_rl.tools.server_config import parse_mcp_servers
 
@@ -79,11 +79,10 @@ def test_eval_scoring_of_a_state_check_before_any_file_was_made_is_zero_not_one(
             )
         ]
     )
-    scorer = RecipeScorer(recipe, pool)
     rows = [{"target": str(folder / f"made-{i}.txt")} for i in range(4)]
-    rewards = scorer([finished()] * 4, rows)
-    assert [r["target_ok"] for r in rewards] == [0.0] * 4
-    assert scorer.skipped(rewards) == {}
+    scored = Rubric.from_specs(recipe.rewards, pool).score([finished()] * 4, rows)
+    assert scored.scores["target_ok"] == [0.0] * 4
+    assert scored.skipped() == {}
 
 
 @pytest.fixture
@@ -107,11 +106,10 @@ def test_a_call_that_could_not_be_made_is_skipped_counted_and_reported_beside_th
             ),
         ]
     )
-    scorer = RecipeScorer(recipe, echo_pool)
-    rewards = scorer([finished("a"), finished("b")], [{}, {}])
-    assert [r["hung"] for r in rewards] == [None, None], "a timeout says nothing about the episode"
-    assert [r["says_no"] for r in rewards] == [0.0, 0.0], "a tool that answered with an error did judge"
-    assert scorer.skipped(rewards) == {"hung": {"skipped": 2, "of": 2, "why": {"timeout": 2}}}
+    scored = Rubric.from_specs(recipe.rewards, echo_pool).score([finished("a"), finished("b")], [{}, {}])
+    assert scored.scores["hung"] == [None, None], "a timeout says nothing about the episode"
+    assert scored.scores["says_no"] == [0.0, 0.0], "a tool that answered with an error did judge"
+    assert scored.skipped() == {"hung": {"skipped": 2, "of": 2, "why": {"timeout": 2}}}
 
 
 def test_error_score_sets_what_a_failed_check_scores(echo_pool) -> None:

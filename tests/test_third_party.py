@@ -22,7 +22,7 @@ import yaml
 from conftest import ROOT, TEST_QUESTIONS, tiny_prompt_config
 
 from mcp_rl.config.sections import RolloutConfig
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
 from mcp_rl.errors import ServerConfigError
 from mcp_rl.generation.base import TransformersGenerator
 from mcp_rl.tools import BlockingToolPool, FailureKind, ToolPool
@@ -168,7 +168,7 @@ def test_sqlite_server_in_a_rollout(searching_tiny_model, tmp_path):
     with BlockingToolPool(parse_mcp_servers({"db": entry})) as pool:
         assert "read_query" in {tool.name for tool in pool.tools}
         # The tiny model writes <search> ... </search>; here that tag queries the database.
-        pipeline = RolloutPipeline(
+        environment = Environment(
             tokenizer,
             TransformersGenerator(model, tokenizer),
             pool=pool,
@@ -176,8 +176,8 @@ def test_sqlite_server_in_a_rollout(searching_tiny_model, tmp_path):
             prompt=tiny_prompt_config(),
             rollout=RolloutConfig(max_turns=2, max_new_tokens=24, temperature=1.0),
         )
-        messages = [pipeline.prompts.messages({"question": q}) for q in TEST_QUESTIONS[:2]]
-        trajectories = pipeline.engine.rollout(messages, num_generations=2, greedy=True)
+        messages = [environment.prompts.messages({"question": q}) for q in TEST_QUESTIONS[:2]]
+        trajectories = environment.engine.rollout(messages, num_generations=2, greedy=True)
         direct = pool.call("read_query", {"query": "SELECT 2 + 2 AS four"})
         metrics = pool.metrics()
     calls = [call for trajectory in trajectories for call in trajectory.calls]
@@ -296,15 +296,15 @@ def test_init_on_a_third_party_server_writes_a_recipe_that_validates(tmp_path):
 def test_the_mcp1_memo_is_kept_per_package_not_per_server_arguments():
     """A per-episode server gets a new database path every start: it must still find what an earlier start
     learnt (that it needs mcp<2) instead of crashing first each time."""
-    from mcp_rl.tools.server_env import _memo_key
+    from mcp_rl.tools.server_env import uvx_memo_key
 
     def key(*args: str) -> str:
-        return _memo_key(["/venv/bin/uvx", *args])
+        return uvx_memo_key(["/venv/bin/uvx", *args])
 
     assert key("mcp-server-sqlite", "--db-path", "/a/club.db") == key("mcp-server-sqlite", "--db-path", "/b")
-    assert _memo_key(["/other/uvx", "mcp-server-sqlite"]) == key("mcp-server-sqlite", "--db-path", "/b")
+    assert uvx_memo_key(["/other/uvx", "mcp-server-sqlite"]) == key("mcp-server-sqlite", "--db-path", "/b")
     assert key("mcp-server-sqlite") != key("mcp-server-time")
     assert key("--from", "pkg==1", "tool", "--x") == key("--from", "pkg==1", "tool", "--y")
     assert key("--from", "pkg==1", "tool") != key("--from", "pkg==2", "tool")
     assert key("--with=a", "-q", "tool", "1") == key("--with=a", "-q", "tool", "2") != key("tool")
-    assert _memo_key(["uv", "tool", "run", "pkg", "a"]) == _memo_key(["uv", "tool", "run", "pkg", "b"])
+    assert uvx_memo_key(["uv", "tool", "run", "pkg", "a"]) == uvx_memo_key(["uv", "tool", "run", "pkg", "b"])

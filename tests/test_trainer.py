@@ -45,7 +45,7 @@ def test_two_grpo_steps_with_real_tool_calls(searching_tiny_model, search_entry,
     assert len(logs) == 2 and all(math.isfinite(entry["loss"]) for entry in logs)
     assert any(entry["rollout/calls_per_trajectory"] > 0 for entry in logs), "no tool call happened"
     assert any(entry.get("tools/search/calls", 0) > 0 for entry in logs)
-    trajectories = trainer.recorder.last_batch.trajectories
+    trajectories = trainer.environment.last_batch.trajectories
     assert any(0 in t.completion_mask and 1 in t.completion_mask for t in trajectories), "mask is trivial"
     # The traces hold what the rewards received: every episode of both steps, scored by both functions.
     traces = [json.loads(line) for line in (tmp_path / "traces.jsonl").read_text().splitlines()]

@@ -44,10 +44,16 @@ def test_train_writes_checkpoints_metrics_traces_and_plot(tiny_model_dir, tiny_c
     assert [m["step"] for m in logged] == [1, 2]
     assert all("rewards/exact_match/mean" in m and "tools/calls" in m for m in logged)
     # The rows have a hops column: EM and the share with a second call per hop count, every step.
-    assert all(0 <= m["hops/1/em"] <= 1 and 0 <= m["hops/1/called_twice"] <= 1 for m in logged)
+    assert all(0 <= m["hops/1/exact_match"] <= 1 and 0 <= m["hops/1/called_twice"] <= 1 for m in logged)
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     assert len(traces) == 4 and {"turns", "rewards", "answer", "question"} <= set(traces[0])
-    assert set(traces[0]["rewards"]) == {"exact_match", "f1", "format", "answer_retrieved"}
+    # The recipe's rewards and its zero-weight metric (called_twice), which is traced and adds nothing.
+    assert set(traces[0]["rewards"]) == {"exact_match", "f1", "format", "answer_retrieved", "called_twice"}
+    assert all("rewards/called_twice/mean" in m for m in logged)
+    for trace in traces:
+        weights = {"exact_match": 1.0, "f1": 0.5, "answer_retrieved": 0.2, "format": 0.1, "called_twice": 0.0}
+        scored = [weights[name] * value for name, value in trace["rewards"].items() if value is not None]
+        assert trace["reward"] == pytest.approx(sum(scored))
     # model.train_top_layers=1: only the top layer and the final norm may move.
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     assert summary["trainable_parameters"] == train_top_layers(model, 1) < model.num_parameters()
@@ -133,7 +139,7 @@ def test_eval_report_and_rollout_display(tiny_model_dir, tiny_corpus, tiny_qa, t
         assert key in report
     assert report["n"] == 4 and report["corpus"] == str(tiny_corpus) and 0 <= report["em"] <= 1
     assert report["tool_calls_per_question"] > 0
-    assert set(report["em_by_hops"]) == set(report["called_twice_by_hops"]) == {"1"}
+    assert set(report["by_hops"]) == {"1"} and {"exact_match", "called_twice"} <= set(report["by_hops"]["1"])
     lines = report_path.with_suffix(".trajectories.jsonl").read_text().splitlines()
     assert len(lines) == 4 and "em" in json.loads(lines[0])
     shown = mcp_rl("rollout", "--recipe", "search", "--n", "2", "--greedy", *args)

@@ -17,7 +17,7 @@ from tiny import (
     TEST_QUESTIONS,
     TEST_SYSTEM,
     mask_runs,
-    searching_pipeline,
+    searching_environment,
     searching_trainer_kwargs,
     tiny_dataset,
     tiny_grpo_config,
@@ -26,7 +26,7 @@ from tiny import (
 from tiny_models import tiny_model_and_tokenizer
 
 from mcp_rl.generation.base import Generation, SamplingParams, TransformersGenerator
-from mcp_rl.generation.vllm import _cpu_list, sampling_kwargs, state_dict_items, vllm_available
+from mcp_rl.generation.vllm import cpu_ranges, sampling_kwargs, state_dict_items, vllm_available
 from mcp_rl.tools import BlockingToolPool
 from mcp_rl.tools.server_config import in_process
 
@@ -48,10 +48,10 @@ def test_sampling_kwargs_greedy_and_sampled():
     assert sampling_kwargs(SamplingParams(temperature=1.0, top_k=5), set())["top_k"] == 5
 
 
-def test_cpu_list_ranges():
-    assert _cpu_list([1, 0]) == "0-1"
-    assert _cpu_list([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
-    assert _cpu_list([3]) == "3"
+def test_cpu_ranges():
+    assert cpu_ranges([1, 0]) == "0-1"
+    assert cpu_ranges([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert cpu_ranges([3]) == "3"
 
 
 def test_state_dict_items_skip_tied_head_and_unwrap_peft_names():
@@ -199,7 +199,7 @@ def test_rollout_engine_on_vllm_keeps_the_mask_invariants(tiny_folder, vllm_gene
             ("vllm", vllm_generator),
         ]:
             # Not closed: the pool closes with the block, the vLLM engine is the module fixture's.
-            pipeline = searching_pipeline(model, tokenizer, pool, generator=generator, max_new_tokens=24)
+            pipeline = searching_environment(model, tokenizer, pool, generator=generator, max_new_tokens=24)
             messages = [pipeline.messages({"question": q}) for q in TEST_QUESTIONS]
             results[name] = pipeline.engine.rollout(messages, num_generations=2, greedy=True)
     hf, vllm = results["transformers"], results["vllm"]
@@ -269,9 +269,9 @@ def test_colocated_grpo_steps_push_weights_into_vllm(tiny_folder, vllm_generator
     try:
         kwargs = searching_trainer_kwargs(model, tokenizer, pool, generator=vllm_generator, temperature=2.0)
         trainer = MCPGRPOTrainer(
-            args=tiny_grpo_config(tmp_path / "out"),
+            args=tiny_grpo_config(tmp_path / "out", temperature=2.0),  # as the rollout samples
             train_dataset=tiny_dataset(2),
-            close_pipeline=False,
+            close_environment=False,
             **{**kwargs, "reward_funcs": [length_reward]},
         )
         vllm_generator.synced_step = None  # as a fresh engine: the first rollout pushes
@@ -282,7 +282,7 @@ def test_colocated_grpo_steps_push_weights_into_vllm(tiny_folder, vllm_generator
         vllm_generator.sync(model, step=2)  # what the next rollout would do after the last optimizer step
         reference = original.state_dict()
         assert any(not torch.equal(p, reference[n]) for n, p in model.state_dict().items()), "no step taken"
-        trajectories = trainer.recorder.last_batch.trajectories
+        trajectories = trainer.environment.last_batch.trajectories
         assert all(t.logprobs is not None for t in trajectories)
         assert any(0 in t.completion_mask for t in trajectories), "no tool observation"
         # vLLM's logprobs of its own greedy tokens are the trained model's (teacher-forced): it holds the

@@ -1,5 +1,5 @@
-"""The supervised warm start: scripted episodes through the real search server, kept by the recipe's
-rewards, learned with the shared-prefix loss; and `mcp-rl train` running it before GRPO."""
+"""The supervised warm start: scripted episodes through the real search server, kept by the
+Environment's rubric, learned with the shared-prefix loss; and `mcp-rl train` running it before GRPO."""
 
 from __future__ import annotations
 
@@ -9,22 +9,23 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import run_cli
-from tiny import searching_pipeline, tiny_search_overrides
+from tiny import child_pids, searching_environment, tiny_search_overrides
 
 from mcp_rl.config.recipe import load_recipe
 from mcp_rl.config.sections import Recipe, RewardSpec, WarmStartConfig
+from mcp_rl.env.environment import Environment
 from mcp_rl.env.trajectory import CallRecord, Trajectory, Turn
 from mcp_rl.errors import DataError, RecipeError
-from mcp_rl.evaluation import RecipeScorer
+from mcp_rl.rewards import Rubric
 from mcp_rl.tools import BlockingToolPool
 from mcp_rl.tools.server_config import parse_mcp_servers
+from mcp_rl.training.lean_forward import supervised_loss
 from mcp_rl.training.warm_start import (
     DroppedDemonstrations,
     ScriptedEngine,
     demonstration_episodes,
     drop_reason,
     script_from_config,
-    supervised_loss,
 )
 
 FOX = {"question": "Where does the fox live?", "golden_answers": ["Draskel"]}
@@ -33,23 +34,23 @@ TWO_SEARCHES = ["<search> fox </search>", "<search> Ober river </search>", "<ans
 
 
 @pytest.fixture
-def pipeline(searching_tiny_model, search_entry):
+def environment(searching_tiny_model, search_entry):
     model, tokenizer = searching_tiny_model
     pool = BlockingToolPool(parse_mcp_servers({"search": search_entry})).start()
-    with searching_pipeline(model, tokenizer, pool) as built:
+    with searching_environment(model, tokenizer, pool) as built:
         yield built
 
 
-def test_a_script_is_played_through_the_real_server_with_a_rollouts_token_layout(pipeline) -> None:
-    engine = ScriptedEngine(pipeline.engine, [TWO_SEARCHES])
-    [episode] = engine.rollout([pipeline.messages(FOX)])
+def test_a_script_is_played_through_the_real_server_with_a_rollouts_token_layout(environment) -> None:
+    engine = ScriptedEngine(environment.engine, [TWO_SEARCHES])
+    [episode] = engine.rollout([environment.messages(FOX)])
     assert [turn.text for turn in episode.turns] == TWO_SEARCHES
     assert episode.answer == "Draskel" and episode.finish_reason == "answer"
     calls = episode.calls
     assert [call.arguments for call in calls] == [{"query": "fox"}, {"query": "Ober river"}]
     assert "The fox lives in Draskel" in calls[0].observation and "Ober is a river" in calls[1].observation
     # The scripted turns are the loss's tokens (mask 1), the two observations are not.
-    tokenizer = pipeline.tokenizer
+    tokenizer = environment.tokenizer
     own = [t for t, m in zip(episode.completion_ids, episode.completion_mask, strict=True) if m]
     assert tokenizer.decode(own) == "".join(TWO_SEARCHES)
     observed = tokenizer.decode(
@@ -58,16 +59,16 @@ def test_a_script_is_played_through_the_real_server_with_a_rollouts_token_layout
     assert observed.count("<information>") == 2 and "Draskel" in observed
 
 
-def test_demonstrations_are_kept_only_when_the_rewards_accept_them(pipeline) -> None:
+def test_demonstrations_are_kept_only_when_the_rewards_accept_them(environment) -> None:
     recipe = Recipe(rewards=[RewardSpec(name="exact_match"), RewardSpec(name="answer_retrieved", weight=0.5)])
-    scorer = RecipeScorer(recipe, pipeline.pool)
+    environment.rubric = Rubric.from_specs(recipe.rewards, environment.pool)
     rows = [FOX, {**FOX, "question": "Who founded the guild?"}, {**FOX, "question": "skip me"}]
     scripts = {
         "Where does the fox live?": ["<search> fox </search>", "<answer> Draskel </answer>"],
         "Who founded the guild?": ["<search> guild </search>", "<answer> Draskel </answer>"],  # not retrieved
     }
     kept, stats = demonstration_episodes(
-        pipeline, rows, lambda row: scripts.get(row["question"]), scorer, min_reward=1.5
+        environment, rows, lambda row: scripts.get(row["question"]), min_reward=1.5
     )
     assert stats["warm_start/played"] == 2 and stats["warm_start/skipped_rows"] == 1
     assert [episode.calls[0].arguments["query"] for episode in kept] == ["fox"]
@@ -86,16 +87,16 @@ def test_templates_fill_from_the_row_and_name_a_missing_column() -> None:
 
 
 def test_the_loss_reads_the_shared_prefix_once_and_equals_a_plain_forward(
-    pipeline, searching_tiny_model
+    environment, searching_tiny_model
 ) -> None:
     model, _ = searching_tiny_model
     engine = ScriptedEngine(
-        pipeline.engine, [TWO_SEARCHES, ["<search> guild </search>", "<answer> Velora </answer>"]]
+        environment.engine, [TWO_SEARCHES, ["<search> guild </search>", "<answer> Velora </answer>"]]
     )
     episodes = engine.rollout(
-        [pipeline.messages(FOX), pipeline.messages({"question": "Who founded the guild?"})]
+        [environment.messages(FOX), environment.messages({"question": "Who founded the guild?"})]
     )
-    loss = supervised_loss(model, episodes, pipeline.tokenizer.pad_token_id)
+    loss = supervised_loss(model, episodes, environment.tokenizer.pad_token_id)
     # The same loss, one unpadded sequence at a time, over every scored token.
     total, count = 0.0, 0
     for episode in episodes:
@@ -108,16 +109,16 @@ def test_the_loss_reads_the_shared_prefix_once_and_equals_a_plain_forward(
     assert loss.item() == pytest.approx(total / count, rel=1e-4)
 
 
-def test_a_few_steps_on_demonstrations_teach_them(pipeline, searching_tiny_model) -> None:
+def test_a_few_steps_on_demonstrations_teach_them(environment, searching_tiny_model) -> None:
     import copy
 
     model = copy.deepcopy(searching_tiny_model[0])
-    engine = ScriptedEngine(pipeline.engine, [TWO_SEARCHES])
-    episodes = engine.rollout([pipeline.messages(FOX)])
+    engine = ScriptedEngine(environment.engine, [TWO_SEARCHES])
+    episodes = engine.rollout([environment.messages(FOX)])
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
     for _ in range(8):
-        loss = supervised_loss(model, episodes, pipeline.tokenizer.pad_token_id)
+        loss = supervised_loss(model, episodes, environment.tokenizer.pad_token_id)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -167,13 +168,21 @@ def test_a_recipe_builds_on_a_base_recipe(tmp_path: Path) -> None:
     ("value", "message"),
     [
         ("no_colon_here", "warm_start.demonstrations: 'no_colon_here' is neither a list of turn templates"),
-        ("missing.py:f", "warm_start.demonstrations: cannot import"),
         ("['<calc> {x </calc>']", r"warm_start.demonstrations\[0\]: not a valid format string"),
     ],
 )
 def test_bad_demonstrations_are_one_line_at_load(value: str, message: str) -> None:
     with pytest.raises(RecipeError, match=message):
         load_recipe("search", [f"warm_start.demonstrations={value}"])
+
+
+def test_a_demonstration_file_that_is_not_there_is_one_line_at_build_before_any_server() -> None:
+    """Loading a recipe imports nothing of the user's; building its Environment does, first of all."""
+    recipe = load_recipe("search", ["warm_start.demonstrations=missing.py:f"])
+    before = child_pids()
+    with pytest.raises(RecipeError, match=r"warm_start\.demonstrations: cannot import"):
+        Environment.from_recipe(recipe)
+    assert child_pids() == before, "no server was started for a recipe that cannot be built"
 
 
 # -- why demonstrations were dropped: counted by reason, one example each ------------------------------
@@ -186,22 +195,24 @@ SCRIPTS = {
 }
 
 
-def played(pipeline, min_reward: float) -> tuple[list[Trajectory], dict[str, float], DroppedDemonstrations]:
+def played(
+    environment, min_reward: float
+) -> tuple[list[Trajectory], dict[str, float], DroppedDemonstrations]:
     recipe = Recipe(rewards=[RewardSpec(name="exact_match"), RewardSpec(name="answer_retrieved", weight=0.5)])
+    environment.rubric = Rubric.from_specs(recipe.rewards, environment.pool)
     dropped = DroppedDemonstrations()
     kept, stats = demonstration_episodes(
-        pipeline,
+        environment,
         [FOX, GUILD, RIVER],
         lambda row: SCRIPTS[row["question"]],
-        RecipeScorer(recipe, pipeline.pool),
         min_reward=min_reward,
         dropped=dropped,
     )
     return kept, stats, dropped
 
 
-def test_dropped_demonstrations_are_counted_by_reason_with_an_example(pipeline) -> None:
-    kept, stats, dropped = played(pipeline, min_reward=1.5)
+def test_dropped_demonstrations_are_counted_by_reason_with_an_example(environment) -> None:
+    kept, stats, dropped = played(environment, min_reward=1.5)
     assert len(kept) == 1 and stats["warm_start/dropped"] == 2
     assert dict(dropped.reasons) == {
         "rewards short: answer_retrieved 0 (best 1)": 1,
@@ -214,8 +225,8 @@ def test_dropped_demonstrations_are_counted_by_reason_with_an_example(pipeline) 
     assert shown.count(" × ") == 2 and shown.count("e.g.") == 2
 
 
-def test_a_min_reward_no_demonstration_can_reach_is_named_as_such(pipeline) -> None:
-    kept, _, dropped = played(pipeline, min_reward=5.0)
+def test_a_min_reward_no_demonstration_can_reach_is_named_as_such(environment) -> None:
+    kept, _, dropped = played(environment, min_reward=5.0)
     assert kept == []
     assert dropped.reasons["total 1.5 < min_reward 5 even with every reward at its best"] == 1
 

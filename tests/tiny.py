@@ -151,6 +151,8 @@ def tiny_grpo_config(output_dir: Path | str, **overrides: Any) -> Any:
     checkpoints; ``overrides`` replace or add settings."""
     from trl import GRPOConfig
 
+    from mcp_rl.config.sections import RolloutConfig
+
     settings = {
         "output_dir": str(output_dir),
         "max_steps": 2,
@@ -164,12 +166,14 @@ def tiny_grpo_config(output_dir: Path | str, **overrides: Any) -> Any:
         "gradient_checkpointing": False,
         "save_strategy": "no",
         "seed": 0,
+        # As the Environment samples and budgets (RolloutConfig's defaults): the trainer checks they agree.
+        "max_completion_length": RolloutConfig().max_completion_tokens,
         **overrides,
     }
     return GRPOConfig(**settings)
 
 
-def searching_pipeline(
+def searching_environment(
     model: Any,
     tokenizer: Any,
     pool: Any,
@@ -178,12 +182,12 @@ def searching_pipeline(
     max_new_tokens: int = 16,
     temperature: float = 1.0,
 ) -> Any:
-    """The ``RolloutPipeline`` of the tiny searching setup: Search-R1 tags, short prompts, 3 turns."""
+    """The ``Environment`` of the tiny searching setup: Search-R1 tags, short prompts, 3 turns, no rubric."""
     from mcp_rl.config.sections import RolloutConfig
-    from mcp_rl.env.environment import RolloutPipeline
+    from mcp_rl.env.environment import Environment
     from mcp_rl.generation.base import TransformersGenerator
 
-    return RolloutPipeline(
+    return Environment(
         tokenizer,
         generator or TransformersGenerator(model, tokenizer),
         pool=pool,
@@ -193,15 +197,15 @@ def searching_pipeline(
     )
 
 
-def searching_trainer_kwargs(model: Any, tokenizer: Any, pool: Any, **pipeline: Any) -> dict[str, Any]:
-    """``MCPGRPOTrainer`` arguments of the tiny searching setup: model, tokenizer, rewards, pipeline."""
+def searching_trainer_kwargs(model: Any, tokenizer: Any, pool: Any, **environment: Any) -> dict[str, Any]:
+    """``MCPGRPOTrainer`` arguments of the tiny searching setup: model, tokenizer, rewards, Environment."""
     from mcp_rl.rewards import exact_match, format_reward
 
     return {
         "model": model,
         "processing_class": tokenizer,
         "reward_funcs": [exact_match, format_reward],
-        "pipeline": searching_pipeline(model, tokenizer, pool, **pipeline),
+        "environment": searching_environment(model, tokenizer, pool, **environment),
     }
 
 

@@ -2,7 +2,7 @@
 
 The public nouns, importable from here::
 
-    from mcp_rl import BlockingToolPool, MCPGRPOTrainer, RolloutPipeline, load_recipe
+    from mcp_rl import BlockingToolPool, Environment, MCPGRPOTrainer, Rubric, load_recipe
 
 Names are resolved on first use, so ``import mcp_rl`` stays cheap (no torch, TRL or MCP import until a
 noun that needs one is touched): the command line starts fast and tools can be listed without a model.
@@ -24,8 +24,8 @@ _EXPORTS = {
     "FailureKind": "mcp_rl.tools",
     "parse_mcp_servers": "mcp_rl.tools.server_config",
     "in_process": "mcp_rl.tools.server_config",
-    # rollouts
-    "RolloutPipeline": "mcp_rl.env.environment",
+    # the environment and its episodes
+    "Environment": "mcp_rl.env.environment",
     "RolloutEngine": "mcp_rl.env.engine",
     "Trajectory": "mcp_rl.env.trajectory",
     "TransformersGenerator": "mcp_rl.generation.base",
@@ -40,13 +40,19 @@ _EXPORTS = {
     "JudgeReward": "mcp_rl.rewards",
     "ToolVerificationReward": "mcp_rl.rewards",
     "build_reward_functions": "mcp_rl.rewards",
-    # training
+    "Rubric": "mcp_rl.rewards.rubric",
+    "ScoredBatch": "mcp_rl.rewards.rubric",
+    # models and training
+    "load_model": "mcp_rl.generation.models",
     "MCPGRPOTrainer": "mcp_rl.training.trainer",
     # recipes
     "Recipe": "mcp_rl.config.sections",
+    "ModelConfig": "mcp_rl.config.sections",
     "PromptConfig": "mcp_rl.config.sections",
     "RolloutConfig": "mcp_rl.config.sections",
     "load_recipe": "mcp_rl.config.recipe",
+    # built-in data
+    "builtin_dataset_dir": "mcp_rl.datasets",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -34,7 +34,8 @@ import typer
 
 from mcp_rl.config.recipe import describe_recipe_fields, list_recipes, load_recipe, recipe_to_yaml
 from mcp_rl.config.sections import Recipe
-from mcp_rl.env.assembly import tool_pool
+from mcp_rl.env.environment import tool_pool
+from mcp_rl.env.recipe_checks import check_recipe
 from mcp_rl.errors import ConfigError, ServerConfigError
 from mcp_rl.tools import BlockingToolPool, ToolPoolError, ToolSpec
 from mcp_rl.tools.server_config import load_mcp_servers_file
@@ -70,6 +71,14 @@ SetOption = Annotated[
 ]
 
 
+def _checked_recipe(recipe: str, overrides: list[str] | None, *, check_trainer: bool = True) -> Recipe:
+    """The recipe loaded and checked as building it would check it (rewards import, the parser builds,
+    server entries resolve), so a mistake is one line before any model loads or any file is written."""
+    loaded = load_recipe(recipe, overrides or (), check_trainer=check_trainer)
+    check_recipe(loaded)
+    return loaded
+
+
 def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(" ".join(message.splitlines()), err=True)
     raise typer.Exit(code)
@@ -100,7 +109,7 @@ def _tool_pool(
         with command_server_log("tools") as errlog, BlockingToolPool(servers, errlog=errlog) as pool:
             yield pool
         return
-    loaded = load_recipe(recipe or "", overrides or (), check_trainer=False)
+    loaded = _checked_recipe(recipe or "", overrides, check_trainer=False)
     if not loaded.tools.mcpServers:
         _fail(f"recipe {loaded.name!r} sets up no MCP servers (tools.mcpServers is empty)")
     with command_server_log("tools") as errlog, tool_pool(loaded, errlog) as pool:
@@ -245,7 +254,7 @@ def recipes_show(
 ) -> None:
     """Print a recipe as YAML, overrides applied and references resolved."""
     with _config_errors():
-        recipe = load_recipe(name, overrides or ())
+        recipe = _checked_recipe(name, overrides)
     typer.echo(recipe_to_yaml(recipe), nl=False)
     if fields:
         typer.echo("\n# Fields\n" + describe_recipe_fields(), nl=False)
@@ -254,7 +263,7 @@ def recipes_show(
 # -- training and evaluation -------------------------------------------------------------------------
 def _load_for_run(recipe: str, overrides: list[str] | None) -> Recipe:
     with _config_errors():
-        return load_recipe(recipe, overrides or ())
+        return _checked_recipe(recipe, overrides)
 
 
 @app.command()

@@ -14,34 +14,34 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mcp_rl.config.sections import Recipe
-from mcp_rl.env.assembly import recipe_parser, tool_pool
 from mcp_rl.env.data import check_data, load_split
-from mcp_rl.env.engine import hop_metrics
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
+from mcp_rl.env.metrics import grouped_means, truncated_share
 from mcp_rl.env.prompt_fit import check_prompt_fits, context_tokens
-from mcp_rl.env.prompts import PromptBuilder
-from mcp_rl.env.recorder import truncated_share, user_prompt
+from mcp_rl.env.recorder import user_prompt
 from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.errors import ConfigError, DataError
 from mcp_rl.generation.models import load_model, load_tokenizer, pick_dtype, resolve_model_path
-from mcp_rl.rewards import build_reward_functions, exact_match_score, f1_score, score_batch, weighted_total
+from mcp_rl.rewards import exact_match_score, f1_score
+from mcp_rl.rewards.rubric import ScoredBatch
 from mcp_rl.tools.server_logs import TextSink, command_server_log
 
 
 @contextmanager
-def recipe_pipeline(
+def recipe_environment(
     recipe: Recipe, model_path: str | None = None, errlog: TextSink | None = None
-) -> Iterator[RolloutPipeline]:
-    """The recipe's pipeline on its model (a checkpoint folder with ``model_path``), greedy-ready; the
-    servers' stderr goes to ``errlog``."""
+) -> Iterator[Environment]:
+    """The recipe's Environment on its model (a checkpoint folder with ``model_path``), greedy-ready; the
+    servers' stderr goes to ``errlog``. Servers and rewards come first: their mistakes show before a load."""
     if model_path:
         recipe.model.name_or_path = model_path
-    model, tokenizer = load_model(recipe.model, dtype=pick_dtype(recipe.model.dtype))
-    model = _merge_adapters(model, recipe.model.name_or_path)
-    model.eval()
-    with RolloutPipeline.from_recipe(recipe, model, tokenizer, errlog=errlog) as pipeline:
-        pipeline.generator.sync(model, step=0)  # a backend with its own weights generates with these
-        yield pipeline
+    with Environment.from_recipe(recipe, errlog=errlog) as environment:
+        model, tokenizer = load_model(recipe.model, dtype=pick_dtype(recipe.model.dtype))
+        model = _merge_adapters(model, recipe.model.name_or_path)
+        model.eval()
+        environment.use_model(model, tokenizer)
+        environment.generator.sync(model, step=0)  # a backend with its own weights generates with these
+        yield environment
 
 
 def _merge_adapters(model: Any, path: str) -> Any:
@@ -55,46 +55,6 @@ def _merge_adapters(model: Any, path: str) -> Any:
 
 def score(trajectory: Trajectory, golds: Sequence[str]) -> dict[str, float]:
     return {"em": exact_match_score(trajectory.answer, golds), "f1": f1_score(trajectory.answer, golds)}
-
-
-class RecipeScorer:
-    """The recipe's own reward functions on finished episodes, batch by batch, as TRL would call them.
-
-    A reward that raises is skipped for that batch and counted in ``errors`` (episodes it could not score,
-    and its first message); it never stops an evaluation.
-    """
-
-    def __init__(self, recipe: Recipe, pool: Any) -> None:
-        self.functions, self.weights = build_reward_functions(recipe.rewards, pool)
-        self.names = [str(getattr(f, "__name__", f)) for f in self.functions]
-        self.errors: dict[str, dict[str, Any]] = {}
-
-    def __call__(
-        self, trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]]
-    ) -> list[dict[str, float | None]]:
-        """Per-episode ``{reward name: score or None}`` for one batch."""
-        scored = score_batch(self.functions, trajectories, rows)
-        for name, message in scored.errors.items():
-            entry = self.errors.setdefault(name, {"episodes": 0, "first_error": message})
-            entry["episodes"] += len(trajectories)
-        return [{name: scored.scores[name][i] for name in self.names} for i in range(len(trajectories))]
-
-    def skipped(self, rewards: Sequence[dict[str, float | None]]) -> dict[str, dict[str, Any]]:
-        """Per reward that left episodes unscored: how many of how many (its mean is over the others), and
-        why where it counts that (a tool-verified reward: the failure kinds of calls it could not make)."""
-        out: dict[str, dict[str, Any]] = {}
-        for name, function in zip(self.names, self.functions, strict=True):
-            unscored = sum(scores[name] is None for scores in rewards)
-            if unscored:
-                why = dict(getattr(function, "skipped_by_kind", None) or {})
-                out[name] = {"skipped": unscored, "of": len(rewards), **({"why": why} if why else {})}
-        return out
-
-    def total(self, scores: dict[str, float | None]) -> float | None:
-        """The weighted sum TRL trains on (unscored rewards left out); None when nothing scored."""
-        return weighted_total(
-            {name: scores[name] for name in self.names}, dict(zip(self.names, self.weights, strict=True))
-        )
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -131,24 +91,27 @@ def evaluate(
     source = recipe.data.eval or recipe.data.train
     rows = [dict(row) for row in load_split(recipe, "eval", split, limit or recipe.data.eval_limit)]
     started = time.monotonic()
-    trajectories: list[Trajectory] = []
-    rewards: list[dict[str, float | None]] = []
     with (
         command_server_log("eval", report=output) as errlog,
-        recipe_pipeline(recipe, model_path, errlog) as pipeline,
+        recipe_environment(recipe, model_path, errlog) as environment,
     ):
-        scorer = RecipeScorer(recipe, pipeline.pool)
+        scored = ScoredBatch(
+            [], {name: [] for name in environment.rubric.names}, environment.rubric.weight_of
+        )
         for start in tqdm(range(0, len(rows), batch_size), desc="eval", unit="batch"):
             batch = rows[start : start + batch_size]
-            done = pipeline.rollout_rows(batch, greedy=True)
-            trajectories += done
-            rewards += scorer(done, batch)  # while the servers still run: tool-verified rewards call them
-            pipeline.release(done)  # per-episode server instances are done once their rewards are in
+            # Scored while the servers still run (tool-verified rewards call them), then released.
+            scored.extend(environment.score(environment.rollout_rows(batch, greedy=True), batch))
+    trajectories = scored.trajectories
     report = report_for(trajectories, rows)
-    report["reward"] = _mean([scorer.total(r) for r in rewards])
-    report["rewards"] = {name: _mean([r[name] for r in rewards]) for name in scorer.names}
-    report["rewards_skipped"] = scorer.skipped(rewards)  # each mean above leaves these episodes out
-    report["reward_errors"] = scorer.errors
+    report["reward"] = _mean(scored.totals)
+    report["rewards"] = {name: _mean(scores) for name, scores in scored.scores.items()}
+    report["rewards_skipped"] = scored.skipped()  # each mean above leaves these episodes out
+    report["reward_errors"] = scored.errors
+    column = recipe.data.report_by
+    grouped = grouped_means(rows, scored.scores, column)
+    if grouped:  # every reward and metric by the column's values: {"2": {"exact_match": ..., ...}}
+        report[f"by_{column}"] = grouped
     report.update(
         recipe=recipe.name,
         model=recipe.model.name_or_path,
@@ -162,11 +125,13 @@ def evaluate(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2))
         with path.with_suffix(".trajectories.jsonl").open("w") as out:
-            for trajectory, row, scores in zip(trajectories, rows, rewards, strict=True):
+            for trajectory, row, scores, total in zip(
+                trajectories, rows, scored.rewards, scored.totals, strict=True
+            ):
                 record = {**trajectory.to_dict(), "task": user_prompt(trajectory), "row": row}
                 record.pop("prompt_messages")
                 record["rewards"] = scores
-                record["reward"] = scorer.total(scores)
+                record["reward"] = total
                 if row.get("golden_answers") is not None:
                     record.update(score(trajectory, row["golden_answers"]))
                 out.write(json.dumps(record, default=str) + "\n")
@@ -174,7 +139,7 @@ def evaluate(
 
 
 def report_for(trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Tool use, failures and finish reasons; EM and F1 (by hops too) when every row has golden answers."""
+    """Tool use, failures and finish reasons; EM and F1 when every row has golden answers."""
     n = max(1, len(trajectories))
     calls = [c for t in trajectories for c in t.calls]
     failures = Counter(c.failure for c in calls if c.failure)
@@ -202,11 +167,6 @@ def report_for(trajectories: Sequence[Trajectory], rows: Sequence[dict[str, Any]
             "truncated": truncated_share(trajectories),
         }
     )
-    by_hops = hop_metrics(trajectories, rows, [s["em"] for s in scores] if qa else None)
-    for name, key in (("em", "em_by_hops"), ("called_twice", "called_twice_by_hops")):
-        values = {k.split("/")[1]: v for k, v in by_hops.items() if k.endswith(f"/{name}")}
-        if values:
-            report[key] = values
     return report
 
 
@@ -216,11 +176,15 @@ def show_rollouts(
     """Print a few episodes turn by turn — what the model wrote, the call, the observation, the scores."""
     check_data(recipe)
     rows = [dict(row) for row in load_split(recipe, "train", limit=n)]
-    with command_server_log("rollout") as errlog, recipe_pipeline(recipe, model_path, errlog) as pipeline:
-        trajectories = pipeline.rollout_rows(rows, greedy=greedy)
-        scorer = RecipeScorer(recipe, pipeline.pool)
-        rewards = scorer(trajectories, rows)
-    for index, (trajectory, row, scores) in enumerate(zip(trajectories, rows, rewards, strict=True), start=1):
+    with (
+        command_server_log("rollout") as errlog,
+        recipe_environment(recipe, model_path, errlog) as environment,
+    ):
+        trajectories = environment.rollout_rows(rows, greedy=greedy)
+        scored = environment.score(trajectories, rows)
+    for index, (trajectory, row, scores) in enumerate(
+        zip(trajectories, rows, scored.rewards, strict=True), start=1
+    ):
         print(f"\n━━ episode {index}: {user_prompt(trajectory)}")
         for number, turn in enumerate(trajectory.turns, start=1):
             print(f"  [model {number}] {turn.text.strip()}")
@@ -236,7 +200,7 @@ def show_rollouts(
         golds = f", gold {row['golden_answers']}" if row.get("golden_answers") is not None else ""
         ending = f"finished by {trajectory.finish_reason}"
         print(f"  → answer {trajectory.answer!r}{golds}; rewards: {shown}; {ending}")
-    for name, error in scorer.errors.items():
+    for name, error in scored.errors.items():
         print(f"reward {name} failed: {error['first_error']}")
     return trajectories
 
@@ -257,11 +221,12 @@ def show_prompt(recipe: Recipe, *, row: int = 0, model_path: str | None = None) 
     if row >= len(rows):
         raise DataError(f"--row {row}: data.train has only {len(rows)} row(s); give --row 0..{len(rows) - 1}")
     tokenizer = load_tokenizer(resolve_model_path(model_path or recipe.model.name_or_path))
-    with command_server_log("prompt") as errlog, tool_pool(recipe, errlog) as pool:
-        tools = pool.tools
-    parser = recipe_parser(recipe)
-    parser.bind_tools([tool.as_dict() for tool in tools])
-    builder = PromptBuilder(recipe.prompt, parser, tools, tokenizer)
+    with (
+        command_server_log("prompt") as errlog,
+        Environment.from_recipe(recipe, errlog=errlog, rewards=False) as environment,
+    ):
+        builder = environment.prompt_builder(tokenizer)  # the tool schemas are read; the servers can stop
+    tools = builder.tools
     messages = builder.messages(rows[row])
     schemas = [tool.as_openai() for tool in tools] if builder.use_template_tools else None
     text = tokenizer.apply_chat_template(messages, tools=schemas, add_generation_prompt=True, tokenize=False)

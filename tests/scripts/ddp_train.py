@@ -68,7 +68,7 @@ class RecordingTrainer(MCPGRPOTrainer):
         output = super().rollout(prompts, trainer)
         batch: list[Trajectory] = output["trajectories"]
         # The pool's counters are reset once the batch's rewards are in: now they are this batch's calls.
-        pool = self.pipeline.tool_metrics()
+        pool = self.environment.tool_metrics()
         self.record["pool_calls"].append({k: v for k, v in pool.items() if k.endswith("/calls")})
         self.record["trajectories"].append(len(batch))
         self.record["calls"].append(sum(len(t.calls) for t in batch))
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     trainer = RecordingTrainer(
         args=args, train_dataset=dataset, **searching_trainer_kwargs(model, tokenizer, pool)
     )
-    trainer.train()  # closes the pipeline, whose pool stops the search server
+    trainer.train()  # closes the Environment, whose pool stops the search server
     trainer.save_model(str(out / "final"))  # every rank calls it (FSDP/ZeRO-3 need that); rank 0 writes
     state = trainer.accelerator.state
     result = {

@@ -1,34 +1,28 @@
 """A recipe's sections: one pydantic model per concern, every field with a default and a description.
 
-The descriptions are the documentation: ``mcp-rl recipes show NAME --fields`` prints them, and
-``mcp_rl.config.recipe`` validates a YAML file against these models. Numeric bounds sit on the same ``Field``
-(``gt``/``ge``/``lt``/``le``) so a bad value is refused with the field's name before anything starts.
-Validation is strict, as a recipe should be: ``true`` is not an integer and ``"3"`` is not one either; only
-a float field also takes a string that spells a number, as YAML 1.1 leaves ``1e-5``.
-Trainer hyper-parameters are not redeclared here: ``Recipe.trainer`` takes ``trl.GRPOConfig`` fields by
-their own names.
+The descriptions are the documentation: ``mcp-rl recipes show NAME --fields`` prints them
+(``mcp_rl.config.describe``), and ``mcp_rl.config.recipe`` validates a YAML file against these models.
+Numeric bounds sit on the same ``Field`` (``gt``/``ge``/``lt``/``le``) so a bad value is refused with the
+field's name before anything starts. Validation is strict, as a recipe should be: ``true`` is not an integer
+and ``"3"`` is not one either; only a float field also takes a string that spells a number, as YAML 1.1
+leaves ``1e-5``. Trainer hyper-parameters are not redeclared here: ``Recipe.trainer`` takes
+``trl.GRPOConfig`` fields by their own names.
 
-``validate_config`` turns pydantic's errors into our one-line ``RecipeError`` wording and
-``describe_recipe_fields`` prints the descriptions. This module only describes configuration: building
-the parser, the tool pool or the model from it is ``mcp_rl.env.assembly``'s and the training code's job.
+This module only describes configuration and imports nothing that runs: reward functions, the parser, the
+tool servers and the model are built from it by ``mcp_rl.env`` and the training code, which check what
+only building can check (``mcp_rl.env.recipe_checks``).
 """
 
 from __future__ import annotations
 
-import difflib
-import types
-from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic.fields import FieldInfo
-from pydantic_core import ErrorDetails
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from mcp_rl.config.errors import did_you_mean, show_value, type_members, validate_config
 from mcp_rl.errors import RecipeError
-from mcp_rl.tools.server_config import ServerConfig, ServerConfigError, parse_mcp_servers
 
 __all__ = [
-    "STEP_SIZE_FIELDS",
     "DataConfig",
     "GRPOStepConfig",
     "ModelConfig",
@@ -43,23 +37,11 @@ __all__ = [
     "ToolsConfig",
     "WarmStartConfig",
     "YamlFloat",
-    "describe_recipe_fields",
     "did_you_mean",
     "show_value",
     "type_members",
     "validate_config",
 ]
-
-_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
-_PLURAL_WORDS = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
-# pydantic's bound error types → (the ctx key holding the limit, our words).
-_BOUND_WORDS = {
-    "greater_than": ("gt", "be greater than"),
-    "greater_than_equal": ("ge", "be at least"),
-    "less_than": ("lt", "be less than"),
-    "less_than_equal": ("le", "be at most"),
-}
-_STRICT = ConfigDict(strict=True)  # plain types (trainer values) are checked like the sections
 
 
 def _yaml_number(value: Any) -> Any:
@@ -103,8 +85,8 @@ class ModelConfig(Section):
     lean_scoring: bool = Field(
         default=True,
         description="Training forward: read the prompt prefix every sequence shares once per micro-batch and "
-        "project only the tokens the loss reads onto the vocabulary (TRL's values to float rounding, ~3x "
-        "faster on CPU); false = TRL's own forward.",
+        "project only the tokens the loss reads onto the vocabulary (TRL's values to float rounding, "
+        "faster on CPU: docs/training.md); false = TRL's own forward.",
     )
     lora: bool = Field(default=False, description="Train LoRA adapters instead of all weights (needs peft).")
     lora_r: int = Field(default=16, description="LoRA rank.", ge=1)
@@ -162,6 +144,12 @@ class DataConfig(Section):
         default=None,
         description="Train on as many rows of each value of this column as of the rarest one (e.g. hops: "
         "as many two-hop questions as single-hop ones), drawn with `seed`; null = the rows as they are.",
+    )
+    report_by: str | None = Field(
+        default=None,
+        description="A column of the rows (e.g. hops) whose values split the logged metrics: every reward "
+        "and zero-weight metric is also logged as <column>/<value>/<name>, in training metrics and in the "
+        "eval report.",
     )
 
 
@@ -289,7 +277,8 @@ class RewardSpec(Section):
     name: str = Field(
         default="exact_match",
         description="A built-in reward (exact_match, f1, format, tool_use, answer_retrieved, judge, "
-        "tool_verify: see mcp_rl.rewards.BUILTIN_REWARDS) or 'package.module:function' for your own.",
+        "tool_verify; called_twice, a metric for weight 0: see mcp_rl.rewards.BUILTIN_REWARDS) or "
+        "'package.module:function' for your own.",
     )
     weight: YamlFloat = Field(default=1.0, description="Weight of this reward in the total.")
     options: dict[str, Any] = Field(
@@ -322,7 +311,8 @@ class WarmStartConfig(Section):
 
 
 class GRPOStepConfig(Section):
-    """What a GRPO step learns from, beyond TRL's own settings (``STEP_SIZE_FIELDS``, set in ``trainer``)."""
+    """What a GRPO step learns from, beyond TRL's own settings (set in ``trainer``; the step-size ones are
+    listed in ``mcp_rl.config.describe.STEP_SIZE_FIELDS``)."""
 
     dynamic_sampling: bool = Field(
         default=False,
@@ -371,24 +361,6 @@ class ProbeConfig(Section):
     )
 
 
-# TRL's own step-size and advantage settings, set in the recipe's `trainer` section under these names.
-STEP_SIZE_FIELDS = {
-    "learning_rate": "Peak learning rate (TRL's default 1e-6). Adam moves every trained weight by about this "
-    "much per step, whatever the signal.",
-    "warmup_steps": "Steps over which the learning rate rises from 0 (Adam starts with empty moments: its "
-    "first steps are lr * sign(gradient)). warmup_ratio gives it as a share of the run.",
-    "lr_scheduler_type": "Schedule after the warm-up: constant, linear, cosine, constant_with_warmup, ...",
-    "beta": "Weight of the KL penalty to the reference model, which is the warm-started policy when the "
-    "recipe has a warm start (full weights and LoRA alike); 0 = no reference.",
-    "scale_rewards": "group (divide advantages by each group's reward std: a 0.1 shaping gap becomes as "
-    "large as an exact-match flip), batch (by the batch's std) or none.",
-    "loss_type": "How token losses are averaged: dapo (default), dr_grpo, bnpo, grpo, ...",
-    "epsilon_high": "Upper clip of the probability ratio (DAPO's clip-higher, 0.28); acts only when "
-    "num_iterations > 1 (with 1, the ratio is exactly 1).",
-    "num_generations": "Samples per question (the group): larger groups give a peaked policy more contrast.",
-}
-
-
 class Recipe(Section):
     """Everything one training or evaluation run needs, as written in a recipe YAML file."""
 
@@ -417,175 +389,3 @@ class Recipe(Section):
         description="trl.GRPOConfig fields by their own names (learning_rate, num_generations, "
         "per_device_train_batch_size, max_steps, beta, loss_type, save_steps, ...).",
     )
-
-    def server_configs(self) -> list[ServerConfig]:
-        """``tools.mcpServers`` as server configs, with ``tools.timeout_s`` applied; [] when none."""
-        if not self.tools.mcpServers:
-            return []
-        try:
-            servers = parse_mcp_servers({"mcpServers": self.tools.mcpServers})
-        except ServerConfigError as error:
-            message = str(error)
-            raise RecipeError(
-                f"tools.{message}" if message.startswith("mcpServers") else f"tools.mcpServers: {message}"
-            ) from None
-        if self.tools.timeout_s is not None:
-            for server in servers:
-                server.timeout_s = self.tools.timeout_s
-        return servers
-
-
-# -- validation messages and field docs -----------------------------------------------------------------
-def show_value(value: Any) -> str:
-    """A value as a YAML user would write it, cut short."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean X?)`` for the closest of ``choices``, or '' when none is close."""
-    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]}?)" if match else ""
-
-
-def _bare(hint: Any) -> Any:
-    """``hint`` without ``Annotated`` metadata (validators, bounds)."""
-    while get_origin(hint) is Annotated:
-        hint = get_args(hint)[0]
-    return hint
-
-
-def type_members(hint: Any) -> tuple[Any, ...]:
-    """The types a union allows (``None`` included), or ``(hint,)``."""
-    hint = _bare(hint)
-    return get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
-
-
-def _is_model(hint: Any) -> bool:
-    return isinstance(hint, type) and issubclass(hint, BaseModel)
-
-
-def _expected(hint: Any) -> str:
-    """``hint`` in words, for 'expected ..., got ...'."""
-    members = type_members(hint)
-    if len(members) > 1:
-        words = " or ".join(_expected(member) for member in members if member is not type(None))
-        return words + (" or null" if type(None) in members else "")
-    hint = members[0]
-    if get_origin(hint) is Literal:
-        return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
-    if get_origin(hint) is list:
-        item = _bare(get_args(hint)[0])
-        return f"a list of {_PLURAL_WORDS.get(item, 'mappings')}"
-    if _is_model(hint):
-        return f"a mapping with fields {', '.join(hint.model_fields)}"
-    if get_origin(hint) is dict:
-        return "a mapping"
-    return _TYPE_WORDS.get(hint, getattr(hint, "__name__", str(hint)))
-
-
-def _locate(root: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, Any]:
-    """Follow pydantic's error location from ``root``: the dotted path, the type there, its model."""
-    path, hint, owner = prefix, root, root
-    for part in loc:
-        inner = [member for member in type_members(hint) if member is not type(None)]
-        if len(inner) != 1:
-            break  # a union's branch tag: the value failed every branch, report the union as a whole
-        inner_hint = inner[0]
-        if isinstance(part, int) and get_origin(inner_hint) is list:
-            path, hint = f"{path}[{part}]", get_args(inner_hint)[0]
-            continue
-        path = f"{path}.{part}" if path else str(part)
-        if _is_model(inner_hint):
-            owner = inner_hint
-            field = inner_hint.model_fields.get(str(part))
-            hint = field.annotation if field is not None else Any
-        else:
-            hint = get_args(inner_hint)[1] if get_origin(inner_hint) is dict else Any
-    return path, hint, owner
-
-
-def _explain(root: Any, error: ErrorDetails, prefix: str = "") -> str:
-    """One pydantic error as our one-line wording: ``path: what is wrong, got value (did you mean ...)``."""
-    path, hint, owner = _locate(root, error["loc"], prefix)
-    kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
-    if kind == "extra_forbidden":
-        key = str(error["loc"][-1])
-        known = list(owner.model_fields) if _is_model(owner) else []
-        what = "unknown field" if len(error["loc"]) > 1 or prefix else "unknown section"
-        listed = ", ".join(known)
-        return f"{path}: {what}{did_you_mean(key, known) or f' (known: {listed})'}"
-    if kind in _BOUND_WORDS:
-        bound, words = _BOUND_WORDS[kind]
-        limit = ctx[bound]
-        text = "be positive" if bound == "gt" and limit == 0 else f"{words} {limit}"
-        return f"{path}: must {text}, got {show_value(value)}"
-    if kind == "literal_error" or kind.endswith(("_type", "_parsing")):
-        choices = [str(c) for m in type_members(hint) if get_origin(m) is Literal for c in get_args(m)]
-        suggestion = did_you_mean(value, choices) if choices and isinstance(value, str) else ""
-        return f"{path or 'recipe'}: expected {_expected(hint)}, got {show_value(value)}{suggestion}"
-    return f"{path or 'recipe'}: {error['msg'][:1].lower()}{error['msg'][1:]}, got {show_value(value)}"
-
-
-def validate_config(kind: Any, value: Any, prefix: str = "") -> Any:
-    """``value`` validated as ``kind`` (a model or an annotated type); its first error as a RecipeError."""
-    adapter = TypeAdapter(kind) if _is_model(kind) else TypeAdapter(kind, config=_STRICT)
-    try:
-        return adapter.validate_python(value)
-    except ValidationError as error:
-        raise RecipeError(_explain(kind, error.errors()[0], prefix)) from None
-
-
-def _type_name(hint: Any) -> str:
-    members = type_members(hint)
-    if len(members) > 1:
-        return " | ".join(_type_name(member) for member in members)
-    hint = members[0]
-    if get_origin(hint) is Literal:
-        return " | ".join(repr(choice) for choice in get_args(hint))
-    if get_origin(hint) in (list, dict):
-        return f"{get_origin(hint).__name__}[{', '.join(_type_name(a) for a in get_args(hint))}]"
-    if hint is type(None):
-        return "null"
-    return "Any" if hint is Any else getattr(hint, "__name__", str(hint))
-
-
-def _bounds(info: FieldInfo) -> str:
-    """A field's numeric bounds in words, e.g. ' At least 1.'; '' when it has none."""
-    words = []
-    for bound in info.metadata:
-        for attr, (_, text) in zip(("gt", "ge", "lt", "le"), _BOUND_WORDS.values(), strict=True):
-            if getattr(bound, attr, None) is not None:
-                words.append(f"{text.removeprefix('be ')} {getattr(bound, attr)}")
-    return f" Must be {' and '.join(words)}." if words else ""
-
-
-def _describe_fields(cls: type[BaseModel], prefix: str) -> list[str]:
-    lines = []
-    for name, info in cls.model_fields.items():
-        default = info.get_default(call_default_factory=True)
-        lines.append(f"  {prefix}{name}: {_type_name(info.annotation)} = {show_value(default)}")
-        lines.append(f"      {info.description}{_bounds(info)}")
-    return lines
-
-
-def describe_recipe_fields() -> str:
-    """Every recipe field with its type, default, help and bounds, section by section."""
-    lines: list[str] = []
-    for name, info in Recipe.model_fields.items():
-        hint = info.annotation
-        if _is_model(hint):
-            lines += ["", f"{name}: {info.description}", *_describe_fields(hint, f"{name}.")]
-        elif name == "rewards":
-            lines += ["", f"rewards: {info.description} Each item:", *_describe_fields(RewardSpec, "- ")]
-        elif name == "trainer":
-            lines += ["", f"trainer: {info.description} See help(trl.GRPOConfig). The step-size ones:"]
-            for key, text in STEP_SIZE_FIELDS.items():
-                lines += [f"  trainer.{key}", f"      {text}"]
-        else:
-            lines += [f"{name}: {_type_name(hint)} — {info.description}"]
-    return "\n".join(lines).strip() + "\n"

@@ -24,14 +24,12 @@ the position it would have had without caching.
 
 Decoding is a short loop of our own over transformers' ``DynamicCache`` and its own sampling warpers,
 rather than ``model.generate`` on the assembled cache, because a row whose turn is over leaves the batch at
-once: ``generate`` keeps every row until the longest one ends, and with sampling one rambling episode (48
-tokens) kept 15 finished ones decoding. Measured on 2 loaded cores, one thread, the search recipe's step
-batch (16 episodes, 3 turns): ``generate`` on the reused cache ran at 1.5x plain generation; a decoding
-step costs ~36 ms plus ~6 ms a row, so leaving rows drop out is what remains to win. transformers'
-continuous batching (``generate_batch``, paged attention, which does run on a CPU) needed 49-62 s for the
-first turn that plain ``generate`` does in 24 s, and it has no stop strings. A step attends with
-``cpu_decoding.cpu_decode_attention`` (PyTorch's bfloat16 SDPA kernel took 64% of a step at 16 rows) and
-samples by inverse CDF (``torch.multinomial`` spent 5 ms a step drawing exponential noise for 49k tokens).
+once: ``generate`` keeps every row until the longest one ends, so with sampling one rambling episode keeps
+the finished ones decoding, and each row in the batch adds to every step's time. transformers' continuous
+batching (``generate_batch``) was slower than plain ``generate`` for these batches on CPU and has no stop
+strings. A step attends with ``cpu_decoding.cpu_decode_attention`` (PyTorch's bfloat16 SDPA kernel is most
+of a step on CPU) and samples by inverse CDF (``torch.multinomial`` draws exponential noise over the whole
+vocabulary). The measurements behind these choices: ``docs/generation.md``.
 """
 
 from __future__ import annotations
@@ -184,9 +182,9 @@ class CachedTransformersGenerator(TransformersGenerator):
         read = [prompts[row] for row in firsts]
         argument = cache_argument(self.model)
         with self.evaluating(), decode_attention(self.model) as decoding_in_buffers:
-            # Prompts read in groups of similar length: one batch was padded to the longest (35-70% of the
-            # tokens and attended columns in the search recipe's later turns were padding or gaps), one call
-            # per prompt pays ~25 ms of weight reading each.
+            # Prompts read in groups of similar length: one batch padded to the longest is mostly padding
+            # and gaps in later turns, and one call per prompt reads all the weights for each one
+            # (docs/generation.md).
             rows_read: list[tuple[HeldState, torch.Tensor]] = [None] * len(read)  # type: ignore[list-item]
             for group in similar_lengths(
                 [len(p) - sources[row][1] for p, row in zip(read, firsts, strict=True)]
@@ -290,7 +288,7 @@ class CachedTransformersGenerator(TransformersGenerator):
             warpers.append(TopPLogitsWarper(sampling.top_p))
         scores = warpers(None, scores)
         # Inverse-CDF sampling: the multinomial draw, without torch.multinomial's exponential noise over the
-        # whole vocabulary (5 ms of a ~35 ms decoding step at 16 rows).
+        # whole vocabulary, a noticeable share of a decoding step.
         cumulative = torch.softmax(scores, dim=-1).cumsum(-1)
         draw = torch.rand(cumulative.shape[0], 1, device=cumulative.device) * cumulative[:, -1:]
         return torch.searchsorted(cumulative, draw, right=True).clamp(max=scores.shape[-1] - 1).squeeze(1)

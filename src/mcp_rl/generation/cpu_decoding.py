@@ -1,18 +1,15 @@
 """Attention and cache for one new token on CPU: what ``CachedTransformersGenerator`` decodes with.
 
-Measured on the search recipe's rollout (SmolLM2-135M in bfloat16, 16 episodes, one thread; a step at 16
-rows and ~400 cached tokens). For one query token, transformers calls PyTorch's SDPA, whose CPU kernel in
-bfloat16 took 4.4 ms per layer at 16 rows (0.28 ms at one row): 64% of a decoding step. The same attention
-as two small matmuls over the grouped heads (softmax in float32) takes 0.25 ms (0.06 ms).
-``DECODE_ATTENTION`` is that, registered with transformers' ``AttentionInterface``; any call that is not a
-single-query CPU call without gradients (prefill, training, GPUs) goes to transformers' own SDPA function
-unchanged.
+For one query token, transformers calls PyTorch's SDPA, whose CPU kernel in bfloat16 is most of a decoding
+step; the same attention as two small matmuls over the grouped heads (softmax in float32) costs a small
+fraction of it (``docs/generation.md``). ``DECODE_ATTENTION`` is that, registered with transformers'
+``AttentionInterface``; any call that is not a single-query CPU call without gradients (prefill, training,
+GPUs) goes to transformers' own SDPA function unchanged.
 
 The cache: ``DynamicLayer.update`` concatenates the whole cache with each new column. ``BufferedLayer``
 writes the column into a buffer with room and hands a decoding step the whole buffer (the decode attention
-masks the columns not written yet): 6-8% off a decoding step. Its first version returned the written
-columns as a strided view instead, which the matmuls copied anyway: 69 ms a step against 55 ms with the
-concatenation (16 rows, 400 cached tokens), so a step gets the whole buffer.
+masks the columns not written yet). A strided view of only the written columns would be copied by the
+matmuls anyway, which made a step slower than the concatenation, so a step gets the whole buffer.
 """
 
 from __future__ import annotations

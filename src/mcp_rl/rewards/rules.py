@@ -1,4 +1,5 @@
-"""Rule rewards: exact match and F1 against the golden answers, format validity, and shaping for tool use."""
+"""Rule rewards: exact match and F1 against the golden answers, format validity, shaping for tool use; and
+metrics, rule functions meant for weight 0 (logged per episode like a reward, adding nothing to the total)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,15 @@ def tool_use(*, trajectories: Sequence[Trajectory] | None = None, **kwargs: Any)
     return [float(any(call.ok for call in t.calls)) for t in trajectories]
 
 
+def called_twice(*, trajectories: Sequence[Trajectory] | None = None, **kwargs: Any) -> list[float | None]:
+    """A metric (give it weight 0): 1.0 if the episode made two or more tool calls, what a question needing
+    a second lookup (a two-hop one) asks for. Split by ``data.report_by: hops``, it shows whether the
+    questions that need a second search get one."""
+    if trajectories is None:
+        raise ValueError("the called_twice metric needs `trajectories`: use the mcp-rl trainer")
+    return [float(len(t.calls) >= 2) for t in trajectories]
+
+
 _NON_WORD = re.compile(r"[^\w\s]")
 
 
@@ -105,4 +115,12 @@ def answer_retrieved(
     ]
 
 
-__all__ = ["answer_retrieved", "exact_match", "f1", "format_reward", "format_score", "tool_use"]
+__all__ = [
+    "answer_retrieved",
+    "called_twice",
+    "exact_match",
+    "f1",
+    "format_reward",
+    "format_score",
+    "tool_use",
+]

@@ -1,10 +1,12 @@
 """ToolPool: many MCP servers, many concurrent tool calls, failures that come back as results.
 
 Every connection is owned by one supervisor task (``connection.py``); callers from anywhere in a rollout
-batch share its session. ``ToolPool`` (``pool.py``) is the async core that routes, caps, times out,
-retries and measures calls; ``BlockingToolPool`` (``blocking.py``) runs it on a background event loop for
-synchronous callers such as the trainer. Results and failure kinds live in ``results.py``. This package
-re-exports the public names, so ``from mcp_rl.tools import ...`` is the way to use it.
+batch share its session. ``ToolPool`` (``pool.py``) is the async core that routes calls by its tool
+catalog (``catalog.py``), checks their arguments (``arguments.py``), sends them with caps, timeouts and
+retries (``calling.py``) and counts them (``call_stats.py``); ``BlockingToolPool`` (``blocking.py``) runs it
+on a background event loop for synchronous callers such as the trainer. Results and failure kinds live in
+``results.py``. This package re-exports the public names, so ``from mcp_rl.tools import ...`` is the way
+to use it. Nothing here imports torch or another layer of mcp_rl: an agent may use it alone.
 """
 
 from mcp_rl.tools.blocking import REWARD_RESULT_CHARS, BlockingToolPool, EpisodeTools

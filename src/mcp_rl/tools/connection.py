@@ -1,6 +1,6 @@
 """One MCP server's connection, owned by a single supervisor task.
 
-anyio requires a client context to be entered and left by the same task, so ``_Connection.supervise``
+anyio requires a client context to be entered and left by the same task, so ``ServerConnection.supervise``
 owns the client for the connection's whole life: it connects (stdio, streamable HTTP or in-process),
 lists the tools once, pings an idle server, and reconnects with exponential backoff after a crash or a
 dropped HTTP connection, cancelling the calls in flight so they come back as "connection lost" instead of
@@ -29,7 +29,7 @@ from mcp_rl.tools.cancellations import cancelling_in_background
 from mcp_rl.tools.http import streamable_http
 from mcp_rl.tools.launch import launched
 from mcp_rl.tools.listing import ToolListingFilter, skipping_invalid_tools
-from mcp_rl.tools.results import ToolPoolError, _describe
+from mcp_rl.tools.results import ToolPoolError, describe_error
 from mcp_rl.tools.server_config import ServerConfig
 from mcp_rl.tools.server_logs import StderrCapture, TextSink
 from mcp_rl.tools.stdio import stdio_server
@@ -37,7 +37,7 @@ from mcp_rl.tools.stdio import stdio_server
 logger = logging.getLogger(__name__)
 
 
-class _Connection:
+class ServerConnection:
     """One server: its supervisor task, its live client and the calls in flight on it."""
 
     def __init__(self, config: ServerConfig, errlog: TextSink, ping_interval_s: float) -> None:
@@ -153,7 +153,7 @@ class _Connection:
                     self.last_error = f"no handshake within {self.config.connect_timeout_s:.0f} s"
             except Exception as error:  # ExceptionGroup included: a dead HTTP transport raises one
                 # Transport errors quote the URL or command line, which may hold a `${VAR}` secret.
-                self.last_error = self.config.redact(_describe(error))
+                self.last_error = self.config.redact(describe_error(error))
                 hint = self._http_error_hint()
                 if hint is not None:
                     self.last_error = f"{hint} ({self.last_error})"
@@ -210,7 +210,7 @@ class _Connection:
                 with anyio.fail_after(max(5.0, self.ping_interval_s)):
                     await probe(client)
             except Exception as error:
-                self.last_error = f"health check failed: {self.config.redact(_describe(error))}"
+                self.last_error = f"health check failed: {self.config.redact(describe_error(error))}"
                 return
 
     def _drop(self) -> None:

@@ -32,10 +32,10 @@ from typing import Any, TextIO
 import anyio
 import anyio.abc
 
-from mcp_rl.tools.connection import _Connection
+from mcp_rl.tools.connection import ServerConnection
 from mcp_rl.tools.folders import make_episode_folder, sweep_orphans
 from mcp_rl.tools.launch import free_port
-from mcp_rl.tools.results import ToolPoolError, _describe
+from mcp_rl.tools.results import ToolPoolError, describe_error
 from mcp_rl.tools.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class Episode:
         self.dir = folder
         self.id = f"{number}"
         self.port: int | None = None
-        self.connections: dict[str, _Connection] = {}
+        self.connections: dict[str, ServerConnection] = {}
         self.spawn_s = 0.0
         self._scopes: list[anyio.CancelScope] = []
         self._stopped: list[anyio.Event] = []
@@ -172,8 +172,8 @@ class EpisodeServers:
         self.started = 0
         self.failed_starts = 0
         self._task_group: anyio.abc.TaskGroup | None = None
-        # Starting a server is CPU-bound (a Python MCP server spends ~0.7 s importing): more starts at once
-        # than cores only makes every one of them late, the one an episode is waiting for included.
+        # Starting a server is CPU-bound (a Python MCP server spends most of its start importing): more
+        # starts at once than cores only makes every one of them late, the one an episode waits for included.
         self._starting = anyio.CapacityLimiter(max(1, len(os.sched_getaffinity(0))))
         self._refilling = 0
         self._closed = False
@@ -276,7 +276,8 @@ class EpisodeServers:
         try:
             for config in self.configs:
                 run_setup(config, episode, row, probe=probe)
-                connection = _Connection(instance_config(config, episode), self.errlog, self.ping_interval_s)
+                instance = instance_config(config, episode)
+                connection = ServerConnection(instance, self.errlog, self.ping_interval_s)
                 episode.connections[config.name] = connection
                 scope, stopped = anyio.CancelScope(), anyio.Event()
                 episode._scopes.append(scope)
@@ -291,7 +292,7 @@ class EpisodeServers:
             if not isinstance(error, Exception):
                 raise
             if not isinstance(error, ToolPoolError):
-                error = ToolPoolError(f"a per-episode server failed to start: {_describe(error)}")
+                error = ToolPoolError(f"a per-episode server failed to start: {describe_error(error)}")
             episode.error = str(error)
             raise EpisodeStartError(str(error), episode) from None
         episode.spawn_s = time.perf_counter() - started
@@ -300,7 +301,7 @@ class EpisodeServers:
         return episode
 
 
-async def _supervise(connection: _Connection, scope: anyio.CancelScope, stopped: anyio.Event) -> None:
+async def _supervise(connection: ServerConnection, scope: anyio.CancelScope, stopped: anyio.Event) -> None:
     try:
         with scope:
             await connection.supervise()

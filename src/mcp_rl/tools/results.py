@@ -72,18 +72,23 @@ class ToolResult:
 
 
 def failed(tool: str, arguments: dict[str, Any], kind: FailureKind, detail: str, **extra: Any) -> ToolResult:
+    """A failed call's result: the text the model reads is ``Error (<kind>): <detail>``."""
     return ToolResult(tool=tool, arguments=arguments, text=f"Error ({kind}): {detail}", failure=kind, **extra)
 
 
-def _describe(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
+    """An exception as one line, ``Type: message`` (a group's members joined with "; "), for failure
+    texts, start errors and log records alike."""
     if isinstance(error, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in error.exceptions)
+        return "; ".join(describe_error(e) for e in error.exceptions)
     # One line: a pydantic error spans dozens, and this text lands in one-line errors and log records.
     message = " ".join(str(error).split())
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
-def _classify_error_result(text: str) -> FailureKind:
+def classify_error_result(text: str) -> FailureKind:
+    """The failure kind of a result the server marked ``isError``, by its text: servers say "unknown tool"
+    or "validation error" in words, not codes."""
     lowered = text.lower()
     if "unknown tool" in lowered or "tool not found" in lowered:
         return FailureKind.UNKNOWN_TOOL
@@ -92,7 +97,7 @@ def _classify_error_result(text: str) -> FailureKind:
     return FailureKind.TOOL_ERROR
 
 
-def _matches_error_pattern(config: Any, text: str) -> bool:
+def matches_error_pattern(config: Any, text: str) -> bool:
     """Whether a successful result's text is really an error, by the server's ``errorPattern``."""
     pattern = getattr(config, "error_pattern", None)
     return pattern is not None and pattern.search(text) is not None

@@ -13,25 +13,39 @@ episode), Gemini CLI's ``includeTools``/``excludeTools`` to expose only some too
 ``MCPServer`` objects given from Python. ``${VAR}`` in ``args``, ``env``, ``cwd``,
 ``url`` and ``headers`` is expanded from the environment, so secrets stay out of recipe files.
 ``uvx``/``uv``/``npx`` commands run as the server's README says (see ``server_env``).
+
+An entry is validated by ``ServerConfig``, a pydantic dataclass whose fields carry the help text and whose
+aliases are the entry's keys; ``parse_server`` then resolves it (environment variables, the command on
+PATH, pip's index settings), which is runtime work: recipes leave it to the moment servers are checked or
+started.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Required
+
+from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass
+from pydantic_core import ErrorDetails
+from typing_extensions import TypedDict
 
 from mcp_rl.errors import ServerConfigError
 from mcp_rl.tools.server_env import find_executable, prepare_command
 
 __all__ = [
+    "ENTRY_KEYS",
+    "EPISODE_SCOPES",
     "ServerConfig",
     "ServerConfigError",
+    "SetupStep",
+    "entry_schema",
     "expand_env",
     "in_process",
     "load_mcp_servers_file",
@@ -55,84 +69,115 @@ _MIN_SECRET_CHARS = 4
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Keys desktop clients write that say nothing about how to connect; accepted so configs paste unchanged.
 _IGNORED_KEYS = {"type", "transport", "disabled", "alwaysAllow", "autoApprove", "description", "timeout_ms"}
-_OUR_KEYS = {
-    "timeout": ("timeout_s", float),
-    "connectTimeout": ("connect_timeout_s", float),
-    "maxConcurrency": ("max_concurrency", int),
-    "retries": ("retries", int),
-    "retryLostCalls": ("retry_lost_calls", bool),
-}
-_EPISODE_KEYS = ("scope", "setup", "warm")
-_TOOL_LIST_KEYS = {"includeTools": "include_tools", "excludeTools": "exclude_tools"}
+# Set from Python only (``in_process``, the parser): never a key of an ``mcpServers`` entry.
+_PYTHON_ONLY = ("name", "server", "secrets")
+EPISODE_SCOPES = ("shared", "episode")
+
+# Written values may be numbers (a port in args, an env value): they are passed on as text, as written.
+_Text = Annotated[str, BeforeValidator(str)]
+_ToolName = Annotated[str, Field(strict=True, min_length=1)]
 
 
-@dataclass
+def _compiled(pattern: Any) -> Any:
+    """``errorPattern`` compiled, or a one-line reason it cannot be (the field's path is put before it)."""
+    if pattern is None or isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str) or not pattern:
+        raise ValueError("must be a non-empty regular expression string")
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise ValueError(f"is not a valid regular expression ({error}); e.g. '^Error: '") from None
+
+
+class SetupStep(TypedDict, total=False):
+    """One per-episode set-up step: copy ``copy`` (a file or folder) to ``to`` under ``${episode.dir}``."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    copy: Required[str]
+    to: _Text
+
+
+@dataclass(config=ConfigDict(validate_by_name=True, validate_by_alias=True, extra="forbid"))
 class ServerConfig:
-    """How to reach one MCP server and how hard to lean on it."""
+    """How to reach one MCP server and how hard to lean on it.
 
-    name: str = field(metadata={"help": "Name of the server; prefixes its tools when names collide."})
-    command: str | None = field(default=None, metadata={"help": "Executable to spawn for a stdio server."})
-    args: list[str] = field(default_factory=list, metadata={"help": "Arguments for `command`."})
-    env: dict[str, str] = field(default_factory=dict, metadata={"help": "Extra environment for `command`."})
-    cwd: str | None = field(default=None, metadata={"help": "Working directory for `command`."})
-    url: str | None = field(default=None, metadata={"help": "Streamable-HTTP endpoint, e.g. .../mcp."})
-    headers: dict[str, str] = field(default_factory=dict, metadata={"help": "HTTP headers (e.g. auth)."})
-    server: Any = field(default=None, metadata={"help": "An in-process `MCPServer` object (Python only)."})
-    timeout_s: float = field(default=30.0, metadata={"help": "Default timeout of one tool call, seconds."})
-    connect_timeout_s: float = field(default=60.0, metadata={"help": "Timeout to start and handshake."})
-    max_concurrency: int = field(default=256, metadata={"help": "Most calls in flight to this server."})
-    retries: int = field(
-        default=2, metadata={"help": "Retries of a call that could not be sent because the server was down."}
+    Validated from an ``mcpServers`` entry by its keys as MCP clients write them (``timeout``,
+    ``maxConcurrency``, ...: each field's alias), or built from Python by the field names."""
+
+    name: str = Field(description="Name of the server; prefixes its tools when names collide.")
+    command: Annotated[str, Field(strict=True, min_length=1)] | None = Field(
+        default=None, description="Executable to spawn for a stdio server."
     )
-    retry_lost_calls: bool = field(
+    args: list[_Text] = Field(default_factory=list, description="Arguments for `command`.")
+    env: dict[_Text, _Text] = Field(default_factory=dict, description="Extra environment for `command`.")
+    cwd: _Text | None = Field(default=None, description="Working directory for `command`.")
+    url: _Text | None = Field(default=None, description="Streamable-HTTP endpoint, e.g. .../mcp.")
+    headers: dict[_Text, _Text] = Field(default_factory=dict, description="HTTP headers (e.g. auth).")
+    server: Any = Field(default=None, description="An in-process `MCPServer` object (Python only).")
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        validation_alias="timeout",
+        description="Default timeout of one tool call, seconds.",
+    )
+    connect_timeout_s: float = Field(
+        default=60.0, gt=0, validation_alias="connectTimeout", description="Timeout to start and handshake."
+    )
+    max_concurrency: int = Field(
+        default=256,
+        gt=0,
+        validation_alias="maxConcurrency",
+        description="Most calls in flight to this server.",
+    )
+    retries: int = Field(
+        default=2, description="Retries of a call that could not be sent because the server was down."
+    )
+    retry_lost_calls: bool = Field(
         default=False,
-        metadata={
-            "help": "Retry calls lost in flight to any of this server's tools (only safe for idempotent "
-            "tools such as search); tools the server declares idempotent or read-only are retried anyway."
-        },
+        strict=True,
+        validation_alias="retryLostCalls",
+        description="Retry calls lost in flight to any of this server's tools (only safe for idempotent "
+        "tools such as search); tools the server declares idempotent or read-only are retried anyway.",
     )
-    error_pattern: re.Pattern[str] | None = field(
+    error_pattern: Annotated[re.Pattern[str] | None, BeforeValidator(_compiled)] = Field(
         default=None,
-        metadata={
-            "help": "Regex (errorPattern): a result whose text matches it counts as a tool failure, for "
-            "servers that report errors as plain text (e.g. '^Error: ') instead of isError."
-        },
+        validation_alias="errorPattern",
+        description="Regex (errorPattern): a result whose text matches it counts as a tool failure, for "
+        "servers that report errors as plain text (e.g. '^Error: ') instead of isError.",
     )
-    scope: str = field(
+    scope: Literal["shared", "episode"] = Field(
         default="shared",
-        metadata={
-            "help": "shared: one instance for the whole run; episode: a fresh instance per episode, started "
-            "with ${episode.dir} (its own temporary folder) and ${episode.id} substituted, kept through the "
-            "episode's rewards, then stopped and its folder removed."
-        },
+        description="shared: one instance for the whole run; episode: a fresh instance per episode, started "
+        "with ${episode.dir} (its own temporary folder) and ${episode.id} substituted, kept through the "
+        "episode's rewards, then stopped and its folder removed.",
     )
-    setup: list[dict[str, str]] = field(
+    setup: list[SetupStep] = Field(
         default_factory=list,
-        metadata={
-            "help": "Per-episode set-up before the instance starts: [{copy: SRC, to: DEST}], DEST under "
-            "${episode.dir} (default: ${episode.dir}/<name of SRC>); SRC a file or a folder. {column} in "
-            "SRC or DEST is that column of the episode's dataset row (e.g. copy: seeds/{task_id}), so each "
-            "task starts from its own seed; such instances start when their episode opens (no warm "
-            "spares), and the first one, started only to list the tools, skips those steps."
-        },
+        description="Per-episode set-up before the instance starts: [{copy: SRC, to: DEST}], DEST under "
+        "${episode.dir} (default: ${episode.dir}/<name of SRC>); SRC a file or a folder. {column} in "
+        "SRC or DEST is that column of the episode's dataset row (e.g. copy: seeds/{task_id}), so each "
+        "task starts from its own seed; such instances start when their episode opens (no warm "
+        "spares), and the first one, started only to list the tools, skips those steps.",
     )
-    warm: int = field(
-        default=2, metadata={"help": "Per-episode instances started ahead, so episodes do not wait for one."}
+    warm: int = Field(
+        default=2,
+        strict=True,
+        ge=0,
+        description="Per-episode instances started ahead, so episodes do not wait for one.",
     )
-    include_tools: list[str] | None = field(
+    include_tools: list[_ToolName] | None = Field(
         default=None,
-        metadata={
-            "help": "includeTools: only these of the server's tools reach the prompt and can be called (a "
-            "call to another comes back as an unknown-tool observation). The name and meaning are Gemini "
-            "CLI's, the one MCP client whose mcpServers entries have an allow-list, so its configs paste "
-            "unchanged; Claude Desktop and Cursor entries have none."
-        },
+        validation_alias="includeTools",
+        description="includeTools: only these of the server's tools reach the prompt and can be called (a "
+        "call to another comes back as an unknown-tool observation). The name and meaning are Gemini "
+        "CLI's, the one MCP client whose mcpServers entries have an allow-list, so its configs paste "
+        "unchanged; Claude Desktop and Cursor entries have none.",
     )
-    exclude_tools: list[str] = field(
+    exclude_tools: list[_ToolName] = Field(
         default_factory=list,
-        metadata={
-            "help": "excludeTools: these tools are withheld (Gemini CLI's name too); wins over includeTools."
-        },
+        validation_alias="excludeTools",
+        description="excludeTools: these tools are withheld (Gemini CLI's name too); wins over includeTools.",
     )
 
     @property
@@ -142,7 +187,7 @@ class ServerConfig:
         return "http" if self.url else "stdio"
 
     # Every value a `${VAR}` expanded to, wherever it landed (url, args, headers, env): `redact` hides them.
-    secrets: tuple[str, ...] = field(default=(), repr=False, metadata={"help": "(internal)"})
+    secrets: tuple[str, ...] = Field(default=(), repr=False, description="(internal)")
 
     def __repr__(self) -> str:
         # Headers and env often carry secrets: show their names, never their values.
@@ -161,6 +206,59 @@ class ServerConfig:
     def redact(self, text: str) -> str:
         """``text`` with every `${VAR}` expansion and any URL password replaced by ``***``."""
         return redact(text, self.secrets)
+
+
+# The keys an mcpServers entry may hold, in the order a message lists them: each field by its alias.
+ENTRY_KEYS = tuple(
+    field.validation_alias if isinstance(field.validation_alias, str) else name
+    for name, field in ServerConfig.__pydantic_fields__.items()
+    if name not in _PYTHON_ONLY
+)
+_ENTRY = TypeAdapter(ServerConfig)
+
+
+def entry_schema() -> dict[str, Any]:
+    """The JSON schema of one ``mcpServers`` entry, made from ``ServerConfig``'s fields: the keys as an
+    MCP client writes them, each with its help text (for editors, docs and ``mcp-rl init``)."""
+    schema = _ENTRY.json_schema(by_alias=True)
+    schema["properties"] = {key: schema["properties"][key] for key in ENTRY_KEYS}
+    schema["required"] = []  # `name` is the entry's key in mcpServers, not a field of it
+    schema["title"] = "mcpServers entry"
+    return schema
+
+
+# What a bad value should have been, in the words a config author reads (pydantic's say "float_parsing").
+_EXPECTED = {
+    "command": "a non-empty string",
+    "args": "a list of strings",
+    "env": "an object of strings",
+    "headers": "an object of strings",
+    "timeout": "a float",
+    "connectTimeout": "a float",
+    "maxConcurrency": "an int",
+    "retries": "an int",
+    "retryLostCalls": "true or false",
+    "scope": f"one of {', '.join(EPISODE_SCOPES)}",
+    "setup": "a list of {copy: SRC, to: DEST} steps",
+    "warm": "a whole number of spare instances (0 or more)",
+    "includeTools": "a list of tool names, e.g. [read_file]",
+    "excludeTools": "a list of tool names, e.g. [read_file]",
+}
+_SHOWN_BY_TYPE = ("env", "headers")  # their values are often secrets: a message names the type only
+
+
+def _reworded(error: ErrorDetails, where: str) -> str:
+    """pydantic's first error on an entry as one line: ``mcpServers.NAME.key must be ..., got ...``."""
+    key = str(error["loc"][0]) if error["loc"] else ""
+    at, value = f"{where}.{key}", error["input"]
+    if error["type"] == "value_error":  # our own validators' reasons
+        return f"{at} {error['ctx']['error']}"
+    if key == "setup" and error["type"] == "extra_forbidden":
+        return f"{at}: unknown key(s) {[error['loc'][-1]]}; a step is {{copy, to}}"
+    if error["type"] == "greater_than":
+        return f"{at} must be positive, got {value!r}"
+    got = type(value).__name__ if key in _SHOWN_BY_TYPE else repr(value)
+    return f"{at} must be {_EXPECTED.get(key, 'valid')}, got {got}"
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
@@ -240,113 +338,72 @@ def resolve_command(command: str) -> str:
     return find_executable(command) or command
 
 
-def _string_map(value: Any, where: str, secrets: list[str]) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        raise ServerConfigError(f"{where} must be an object of strings, got {type(value).__name__}")
-    return {str(k): expand_env(str(v), f"{where}.{k}", secrets) for k, v in value.items()}
-
-
-EPISODE_SCOPES = ("shared", "episode")
-
-
-def _parse_episode_keys(config: ServerConfig, entry: Mapping[str, Any], where: str) -> None:
-    """``scope``, ``setup`` and ``warm``: whether the server is started once or once per episode, and how."""
-    scope = entry.get("scope", "shared")
-    if scope not in EPISODE_SCOPES:
-        raise ServerConfigError(f"{where}.scope must be one of {', '.join(EPISODE_SCOPES)}, got {scope!r}")
-    config.scope = scope
-    setup = entry.get("setup", [])
-    steps = setup if isinstance(setup, list) else None
-    if steps is None or not all(isinstance(s, Mapping) and isinstance(s.get("copy"), str) for s in steps):
-        raise ServerConfigError(f"{where}.setup must be a list of {{copy: SRC, to: DEST}} steps")
-    for step in steps:
-        extra = set(step) - {"copy", "to"}
-        if extra:
-            raise ServerConfigError(f"{where}.setup: unknown key(s) {sorted(extra)}; a step is {{copy, to}}")
-    config.setup = [
-        {key: expand_env(str(value), f"{where}.setup") for key, value in step.items()} for step in steps
-    ]
-    warm = entry.get("warm", config.warm)
-    if not isinstance(warm, int) or isinstance(warm, bool) or warm < 0:
-        raise ServerConfigError(f"{where}.warm must be a whole number of spare instances (0 or more)")
-    config.warm = warm
-    if (config.setup or "warm" in entry) and scope != "episode":
-        raise ServerConfigError(f"{where}: setup and warm apply to per-episode servers; add scope: episode")
-    if scope == "episode" and config.server is not None:
-        raise ServerConfigError(f"{where}: an in-process server object cannot be started once per episode")
-
-
 def parse_server(name: str, entry: Any) -> ServerConfig:
-    """One ``mcpServers`` entry → ``ServerConfig``, with one clear error per bad field."""
+    """One ``mcpServers`` entry → ``ServerConfig``, with one clear error per bad field; then resolved:
+    ``${VAR}`` expanded from the environment and the command found (``server_env``)."""
     where = f"mcpServers.{name}"
     if not isinstance(entry, Mapping):
         raise ServerConfigError(
             f"{where} must be an object with 'command' or 'url', got {type(entry).__name__}"
         )
-    standard = ("command", "args", "env", "cwd", "url", "headers", "errorPattern")
-    ours = [*_OUR_KEYS, *_EPISODE_KEYS, *_TOOL_LIST_KEYS]
-    unknown = set(entry) - set(standard) - set(ours) - _IGNORED_KEYS
+    unknown = set(entry) - set(ENTRY_KEYS) - _IGNORED_KEYS
     if unknown:
-        known = ", ".join([*standard, *ours])
-        raise ServerConfigError(f"{where}: unknown field(s) {sorted(unknown)}; known fields: {known}")
-    has_command, has_url = "command" in entry, "url" in entry
-    if not (has_command or has_url):
+        raise ServerConfigError(
+            f"{where}: unknown field(s) {sorted(unknown)}; known fields: {', '.join(ENTRY_KEYS)}"
+        )
+    if "command" not in entry and "url" not in entry:
         raise ServerConfigError(
             f"{where}: give 'command' (stdio), 'url' (streamable HTTP), or both (an HTTP server the pool "
             "starts, then reaches at url)"
         )
-    config = ServerConfig(name=name)
+    written = {key: value for key, value in entry.items() if key not in _IGNORED_KEYS}
+    try:
+        config = _ENTRY.validate_python({**written, "name": name})
+    except ValidationError as error:
+        raise ServerConfigError(_reworded(error.errors()[0], where)) from None
+    if (config.setup or "warm" in entry) and config.scope != "episode":
+        raise ServerConfigError(f"{where}: setup and warm apply to per-episode servers; add scope: episode")
+    return _resolved(config, where)
+
+
+def _resolved(config: ServerConfig, where: str) -> ServerConfig:
+    """``config`` with its ``${VAR}`` references expanded (each value put in kept as a secret to redact)
+    and its command prepared to run as its README says."""
     secrets: list[str] = []
-    if has_command:
-        if not isinstance(entry["command"], str) or not entry["command"]:
-            raise ServerConfigError(f"{where}.command must be a non-empty string")
-        command = expand_env(entry["command"], f"{where}.command", secrets)
-        args = entry.get("args", [])
-        if not isinstance(args, list):
-            raise ServerConfigError(f"{where}.args must be a list of strings")
-        args = [expand_env(str(a), f"{where}.args", secrets) for a in args]
-        env = _string_map(entry.get("env", {}), f"{where}.env", secrets)
-        config.command, config.args, config.env = prepare_command(where, command, args, env)
-        if entry.get("cwd") is not None:
-            config.cwd = expand_env(str(entry["cwd"]), f"{where}.cwd", secrets)
-    if has_url:
-        url = expand_env(str(entry["url"]), f"{where}.url", secrets)
+
+    def expanded(value: str, field: str) -> str:
+        return expand_env(value, f"{where}.{field}", secrets)
+
+    command, args, env, cwd = None, [], {}, None  # args, env and cwd belong to a command
+    if config.command is not None:
+        command, args, env = prepare_command(
+            where,
+            expanded(config.command, "command"),
+            [expanded(arg, "args") for arg in config.args],
+            {key: expanded(value, f"env.{key}") for key, value in config.env.items()},
+        )
+        cwd = expanded(config.cwd, "cwd") if config.cwd is not None else None
+    url, headers = None, {}
+    if config.url is not None:
+        url = expanded(config.url, "url")
         if not url.startswith(("http://", "https://")):
-            shown = ServerConfig(name=name, secrets=tuple(secrets)).redact(url)
+            shown = redact(url, secrets)
             raise ServerConfigError(f"{where}.url must start with http:// or https://, got {shown!r}")
-        config.url = url
-        config.headers = _string_map(entry.get("headers", {}), f"{where}.headers", secrets)
-    config.secrets = tuple(secrets)
-    for key, (attr, kind) in _OUR_KEYS.items():
-        if key in entry:
-            value = entry[key]
-            if kind is bool and not isinstance(value, bool):
-                raise ServerConfigError(f"{where}.{key} must be true or false")
-            try:
-                value = kind(value)
-            except (TypeError, ValueError):
-                raise ServerConfigError(f"{where}.{key} must be a {kind.__name__}, got {value!r}") from None
-            if kind is not bool and value <= 0 and key != "retries":
-                raise ServerConfigError(f"{where}.{key} must be positive, got {value}")
-            setattr(config, attr, value)
-    if "errorPattern" in entry:
-        pattern = entry["errorPattern"]
-        if not isinstance(pattern, str) or not pattern:
-            raise ServerConfigError(f"{where}.errorPattern must be a non-empty regular expression string")
-        try:
-            config.error_pattern = re.compile(pattern)
-        except re.error as error:
-            raise ServerConfigError(
-                f"{where}.errorPattern is not a valid regular expression ({error}); e.g. '^Error: '"
-            ) from None
-    for key, attr in _TOOL_LIST_KEYS.items():
-        if key in entry:
-            names = entry[key]
-            if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
-                raise ServerConfigError(f"{where}.{key} must be a list of tool names, e.g. [read_file]")
-            setattr(config, attr, list(names))
-    _parse_episode_keys(config, entry, where)
-    return config
+        headers = {key: expanded(value, f"headers.{key}") for key, value in config.headers.items()}
+    setup = [
+        {key: expand_env(value, f"{where}.setup") for key, value in step.items()} for step in config.setup
+    ]
+    return dataclasses.replace(
+        config,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        url=url,
+        headers=headers,
+        setup=setup,
+        secrets=tuple(secrets),
+    )
 
 
 def parse_mcp_servers(config: Mapping[str, Any]) -> list[ServerConfig]:

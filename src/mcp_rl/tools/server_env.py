@@ -218,9 +218,10 @@ _UV_VALUE_OPTIONS = {
 }  # fmt: skip
 
 
-def _memo_key(argv: list[str]) -> str:
-    """What uv resolves: its options and the package, without uvx's own path (it differs between venvs)
-    and without the server's arguments (a per-episode server gets another database path every start)."""
+def uvx_memo_key(argv: list[str]) -> str:
+    """The key a uvx command's "needs the MCP 1.x SDK" memo is kept under: what uv resolves (its options
+    and the package), without uvx's own path (it differs between venvs) and without the server's arguments
+    (a per-episode server gets another database path every start)."""
     at = 3 if argv[1:3] == ["tool", "run"] else 1
     while at < len(argv) and argv[at].startswith("-"):
         at += 2 if argv[at] in _UV_VALUE_OPTIONS else 1
@@ -229,7 +230,7 @@ def _memo_key(argv: list[str]) -> str:
 
 def _needs_mcp1(argv: list[str]) -> bool:
     try:
-        return _memo_key(argv) in json.loads(_memo_path().read_text())
+        return uvx_memo_key(argv) in json.loads(_memo_path().read_text())
     except (OSError, ValueError, TypeError):
         return False
 
@@ -239,7 +240,7 @@ def _remember_mcp1(argv: list[str]) -> None:
     try:
         known = json.loads(path.read_text()) if path.exists() else []
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(sorted({*known, _memo_key(argv)})))
+        path.write_text(json.dumps(sorted({*known, uvx_memo_key(argv)})))
     except (OSError, ValueError):
         pass  # only costs the next start one more failed attempt
 

@@ -12,6 +12,17 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
 
+def reward_means(logs: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """Each reward entry's mean in a log line, ``rewards/<name>/mean`` → ``(name, mean)``, in the line's
+    order (TRL's: the recipe's)."""
+    return [
+        # TRL logs None for an entry that scored no episode of the step.
+        (key.split("/")[1], float("nan") if value is None else float(value))
+        for key, value in logs.items()
+        if key.startswith("rewards/") and key.endswith("/mean") and key.count("/") == 2
+    ]
+
+
 class MetricsFile(TrainerCallback):
     """Every log line as JSON, so a run can be plotted or compared without a tracking service."""
 
@@ -27,13 +38,18 @@ class MetricsFile(TrainerCallback):
 
 
 class RunProgress(TrainerCallback):
-    """One progress bar: step, reward, exact match, tool calls per second, ETA; and once, after the first
-    ``pace_steps`` steps, one line with the time the rest will take at their pace."""
+    """One progress bar: step, reward, the means of the recipe's first ``shown_rewards`` reward entries,
+    tool calls per second, ETA; and once, after the first ``pace_steps`` steps, one line with the time the
+    rest will take at their pace.
 
-    def __init__(self, pace_steps: int = 3) -> None:
+    The entries are read from the log line (TRL logs ``rewards/<name>/mean`` in the recipe's order), so the
+    bar names no task's metrics; the rest, split by ``data.report_by`` too, is in ``metrics.jsonl``."""
+
+    def __init__(self, pace_steps: int = 3, shown_rewards: int = 2) -> None:
         self.bar: Any = None
         self.started = time.monotonic()
         self.pace_steps = pace_steps
+        self.shown_rewards = shown_rewards
         self.first_step: int | None = None  # the step this run (or resume) started from, and when
         self.began = self.started
 
@@ -61,15 +77,10 @@ class RunProgress(TrainerCallback):
         self.bar.n = state.global_step
         elapsed = max(1e-9, time.monotonic() - self.started)
         calls = logs.get("tools/calls", 0.0)
-        postfix = {
-            "reward": f"{logs['reward']:.3f}",
-            "em": f"{logs.get('rewards/exact_match/mean', float('nan')):.3f}",
-            "calls_s": f"{calls / max(1e-9, logs.get('rollout/total_s', elapsed)):.1f}",
-        }
-        # Multi-hop questions in the batch: their EM and how many of them got a second call.
-        if "hops/2/called_twice" in logs:
-            postfix["em_2hop"] = f"{logs.get('hops/2/em', float('nan')):.2f}"
-            postfix["2calls_2hop"] = f"{logs['hops/2/called_twice']:.2f}"
+        postfix = {"reward": f"{logs['reward']:.3f}"}
+        for name, mean in reward_means(logs)[: self.shown_rewards]:
+            postfix[name] = f"{mean:.3f}"
+        postfix["calls_s"] = f"{calls / max(1e-9, logs.get('rollout/total_s', elapsed)):.1f}"
         self.bar.set_postfix(postfix)
         self.bar.refresh()
 

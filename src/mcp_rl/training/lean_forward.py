@@ -1,20 +1,20 @@
 """The training forward pass, lean: the shared prompt prefix read once, only the loss's tokens scored.
 
 TRL computes a micro-batch's per-token log-probabilities with ``model(..., labels=..., fused_lm_head=True)``
-(``trl.trainer.utils.add_fused_lm_head``). Measured on the search recipe (SmolLM2-135M, 2 CPU cores, 4 rows
-of ~290 prompt + ~140 completion tokens), that call and its backward took 7.4 s, for two reasons:
+(``trl.trainer.utils.add_fused_lm_head``). On CPU that call and its backward do far more work than the loss
+needs, for two reasons:
 
 - off CUDA/XPU, TRL projects *every* position onto the 49k-token vocabulary (its compact path needs
   Triton), although the loss reads only model-written completion tokens: a third of the positions at
   most, and observation tokens (``tool_mask`` 0) are most of the completion;
-- every row runs the system prompt and few-shot turns through the whole model again: ~277 of each row's
-  ~430 tokens are the same in every row.
+- every row runs the system prompt and few-shot turns through the whole model again, though in the CPU
+  recipes they are most of each row's tokens and the same in every row.
 
 ``LeanScoring`` replaces that fused forward on the policy model with one that runs the prefix all rows share
 once (batch 1, its keys and values then broadcast to every row, so its gradient is the sum over rows, as
-before) and projects only the positions the loss reads: 2.5 s for the same micro-batch, equal to TRL's
-log-probabilities, entropies and gradients to float rounding (``tests/test_scoring.py``). Positions the
-loss never reads come back 0.
+before) and projects only the positions the loss reads; its log-probabilities, entropies and gradients
+are TRL's to float rounding (``tests/test_scoring.py``; the timings are in ``docs/training.md``). Positions
+the loss never reads come back 0.
 
 Everything it cannot do the same way goes to TRL's own forward: calls without ``fused_lm_head``
 (generation), models whose logits are scaled or soft-capped, MoE router losses, multimodal inputs. The
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +34,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 from transformers import DynamicCache
 
+from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.generation.cached import cache_argument
 
 # Positions projected onto the vocabulary at once: bounds the logits a backward pass holds.
@@ -221,3 +222,37 @@ class LeanScoring:
         picked = log_softmax.gather(-1, tokens[:, None]).squeeze(-1)
         entropy = -(log_softmax.exp() * log_softmax).sum(-1)
         return picked, entropy
+
+
+def supervised_loss(model: Any, episodes: Sequence[Trajectory], pad_id: int) -> torch.Tensor:
+    """Mean next-token loss over the episodes' own turns (observation and prompt tokens not scored).
+
+    As in the GRPO step: the prompt prefix every episode shares runs
+    once, and only the
+    scored positions are projected onto the vocabulary.
+    """
+    logits, targets = own_token_logits(model, episodes, pad_id)
+    return torch.nn.functional.cross_entropy(logits.float(), targets)
+
+
+def own_token_logits(
+    model: Any, episodes: Sequence[Trajectory], pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits predicting each model-written token of the episodes (positions × vocabulary), and those
+    tokens, in episode order."""
+    width = max(len(e.prompt_ids) + len(e.completion_ids) for e in episodes)
+    input_ids = torch.full((len(episodes), width), pad_id, dtype=torch.long)
+    attention = torch.zeros_like(input_ids)
+    labels = torch.full_like(input_ids, -100)
+    for row, episode in enumerate(episodes):  # left padding, as the shared-prefix forward expects
+        ids = episode.prompt_ids + episode.completion_ids
+        start = width - len(ids)
+        input_ids[row, start:] = torch.tensor(ids)
+        attention[row, start:] = 1
+        own = torch.tensor(episode.completion_mask, dtype=torch.bool)
+        completion = torch.tensor(episode.completion_ids)
+        labels[row, width - len(completion) :] = completion.masked_fill(~own, -100)
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # under LoRA: adapters in
+    hidden, _ = prefix_shared_hidden_states(inner, input_ids, attention, labels)
+    scored = labels[:, 1:] != -100  # the hidden state at t predicts token t + 1
+    return inner.get_output_embeddings()(hidden[scored]), labels[:, 1:][scored]

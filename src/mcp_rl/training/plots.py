@@ -1,4 +1,7 @@
-"""A run's ``metrics.jsonl`` → ``training.png``: rewards and tool behaviour over steps."""
+"""A run's ``metrics.jsonl`` → ``training.png``: rewards and tool behaviour over steps.
+
+The panels come from the keys the metrics hold, so a task's own numbers (the recipe's zero-weight rubric
+entries, split by ``data.report_by``) are plotted without this module naming them."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from mcp_rl.env.metrics import value_order
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
@@ -24,22 +29,29 @@ def trailing_mean(values: Sequence[float], window: int) -> list[float]:
     return means
 
 
-def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> Path | None:
-    """Reward per function and tool behaviour over steps, as a PNG: each step faint, a trailing mean solid.
+Panels = dict[str, list[tuple[str, str]]]  # title → (metric key, label) per series
 
-    A step scores only a few questions, so single steps swing widely; the trailing mean is the trend.
-    """
-    rows = [m for m in metrics if "reward" in m]
-    if not rows:
-        return None
-    import matplotlib
+# Namespaces whose three-part keys are not a rubric entry split by a column (tools/<server>/calls).
+NOT_GROUPED = ("rewards", "tools", "rollout", "probe")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    steps = [m["step"] for m in rows]
+def grouped_panels(rows: Sequence[dict[str, Any]], reward_names: set[str]) -> Panels:
+    """One panel per value of the recipe's ``data.report_by`` column (``hops = 2``), a series per rubric
+    entry: the ``<column>/<value>/<name>`` keys whose name is a reward's (``rewards/<name>/mean``)."""
+    by_group: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for key in sorted({k for m in rows for k in m}):
+        parts = key.split("/")
+        if len(parts) == 3 and parts[0] not in NOT_GROUPED and parts[2] in reward_names:
+            by_group.setdefault((parts[0], parts[1]), []).append((key, parts[2]))
+    ordered = sorted(by_group, key=lambda group: (group[0], value_order(group[1])))
+    return {f"{column} = {value}": by_group[column, value] for column, value in ordered}
+
+
+def metric_panels(rows: Sequence[dict[str, Any]]) -> Panels:
+    """The panels a run's metrics have: reward per entry, tool behaviour, the rubric split by
+    ``data.report_by``, and the warnings before a collapse where those were logged."""
     reward_keys = sorted({k for m in rows for k in m if k.startswith("rewards/") and k.endswith("/mean")})
-    panels = {
+    panels: Panels = {
         "reward": [("reward", "total reward")] + [(k, k.split("/")[1]) for k in reward_keys],
         "behaviour": [
             ("rollout/calls_per_trajectory", "tool calls / episode"),
@@ -48,10 +60,8 @@ def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> 
             ("rollout/truncated", "cut by a token limit"),
             ("rollout/parse_errors_per_trajectory", "parse errors / episode"),
         ],
+        **grouped_panels(rows, {k.split("/")[1] for k in reward_keys}),
     }
-    hop_keys = sorted({k for m in rows for k in m if k.startswith("hops/")})
-    if hop_keys:
-        panels["by hop count"] = [(k, k.removeprefix("hops/").replace("/", "-hop ")) for k in hop_keys]
     # Warnings before a collapse: how much of a batch carries signal, and how far the policy has drifted.
     optional = {
         "signal": [
@@ -75,18 +85,39 @@ def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> 
         present = [(key, label) for key, label in series if any(key in m for m in rows)]
         if any(key != "frac_reward_zero_std" and key != "kl" for key, _ in present):
             panels[title] = present
+    return panels
+
+
+def plot_metrics(metrics: list[dict[str, Any]], path: Path, window: int = 5) -> Path | None:
+    """Reward per function and tool behaviour over steps, as a PNG: each step faint, a trailing mean solid.
+
+    A step scores only a few questions, so single steps swing widely; the trailing mean is the trend.
+    """
+    rows = [m for m in metrics if "reward" in m]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [m["step"] for m in rows]
+    panels = metric_panels(rows)
     columns = min(3, len(panels))
     lines = math.ceil(len(panels) / columns)
     figure, grid = plt.subplots(lines, columns, figsize=(6 * columns, 4.5 * lines), squeeze=False)
     axes = list(grid.flat)
     for unused in axes[len(panels) :]:
         unused.set_visible(False)
+    colors: dict[str, Any] = {}  # a rubric entry keeps its reward panel's colour in the panels by value
     for axis, (title, series) in zip(axes, panels.items(), strict=False):
         for key, label in series:
-            values = [float(m.get(key, math.nan)) for m in rows]
+            # TRL logs null for a reward that scored no episode of the step.
+            values = [math.nan if m.get(key) is None else float(m[key]) for m in rows]
             if all(math.isnan(v) for v in values):
                 continue
-            (line,) = axis.plot(steps, values, alpha=0.25, linewidth=1)
+            (line,) = axis.plot(steps, values, alpha=0.25, linewidth=1, color=colors.get(label))
+            colors.setdefault(label, line.get_color())
             axis.plot(steps, trailing_mean(values, window), color=line.get_color(), linewidth=2, label=label)
         axis.set_xlabel("step")
         axis.set_title(f"{title} (solid: mean of the last {window} steps)")

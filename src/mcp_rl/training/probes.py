@@ -25,27 +25,24 @@ import torch
 from transformers import TrainerCallback
 
 from mcp_rl.config.sections import Recipe
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
 from mcp_rl.env.trajectory import Trajectory
-from mcp_rl.evaluation import RecipeScorer
-from mcp_rl.training.warm_start import demonstration_episodes, own_token_logits, script_from_config
+from mcp_rl.training.lean_forward import own_token_logits
+from mcp_rl.training.warm_start import demonstration_episodes, script_from_config
 
 
 def probe_demonstrations(
-    recipe: Recipe, pipeline: RolloutPipeline, rows: Sequence[Mapping[str, Any]]
+    recipe: Recipe, environment: Environment, rows: Sequence[Mapping[str, Any]]
 ) -> list[Trajectory]:
     """``probes.demonstrations`` demonstrations of the rows after the warm start's own draw (the same seeded
-    order, so none of them was trained on), kept by the same rule as the warm start's."""
+    order, so none of them was trained on), kept by the same rule and rubric as the warm start's; their
+    per-episode servers are stopped once scored."""
     config = recipe.warm_start
     held_out = list(rows)[config.episodes : config.episodes + recipe.probes.demonstrations]
     if not held_out:
         return []
     episodes, _ = demonstration_episodes(
-        pipeline,
-        held_out,
-        script_from_config(config),
-        RecipeScorer(recipe, pipeline.pool),
-        min_reward=config.min_reward,
+        environment, held_out, script_from_config(config), min_reward=config.min_reward
     )
     return episodes
 

@@ -1,4 +1,5 @@
-"""``mcp-rl train``: a recipe → model, tool pool, rewards, dataset, trainer; checkpoints, logs, traces, plot.
+"""``mcp-rl train``: a recipe → Environment (servers, rubric), model, dataset, trainer; checkpoints, logs,
+traces, plot.
 
 Everything a run writes lands in its output folder:
 
@@ -25,18 +26,17 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from mcp_rl.config.recipe import recipe_to_yaml
 from mcp_rl.config.sections import Recipe
-from mcp_rl.env.assembly import tool_pool
 from mcp_rl.env.data import check_data, load_split
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
 from mcp_rl.env.prompt_cost import measure_prompt_cost
 from mcp_rl.errors import ConfigError, DataError
 from mcp_rl.generation.models import cpu_supports_bf16, load_model, train_top_layers
-from mcp_rl.rewards import build_reward_functions
 from mcp_rl.tools.server_logs import command_server_log
 from mcp_rl.training.callbacks import MetricsFile, RunProgress
 from mcp_rl.training.checkpoints import OptimizerStateInNewestOnly, run_checkpoints
 from mcp_rl.training.plots import plot_metrics, read_metrics
 from mcp_rl.training.probes import DriftProbes, probe_demonstrations
+from mcp_rl.training.sft import completed_batches, load_warm_start
 from mcp_rl.training.trainer import COMPLETE_MARKER, MCPGRPOTrainer, last_complete_checkpoint
 from mcp_rl.training.warm_start import warm_start
 
@@ -120,21 +120,19 @@ def recipe_trainer(
     recipe: Recipe,
     args: Any,
     model: Any,
-    pipeline: RolloutPipeline,
-    reward_funcs: list[Any],
+    environment: Environment,
     *,
     train_dataset: Any = None,
     **kwargs: Any,
 ) -> MCPGRPOTrainer:
-    """The recipe's trainer: its training questions (unless ``train_dataset`` is given), the pipeline's
-    episodes, LoRA adapters when asked."""
+    """The recipe's trainer: its training questions (unless ``train_dataset`` is given), the Environment's
+    episodes and rubric, LoRA adapters when asked."""
     return MCPGRPOTrainer(
         model=model,
-        reward_funcs=reward_funcs,
         args=args,
         train_dataset=training_dataset(recipe) if train_dataset is None else train_dataset,
-        processing_class=pipeline.tokenizer,
-        pipeline=pipeline,
+        processing_class=environment.tokenizer,
+        environment=environment,
         peft_config=peft_config(recipe),
         lean_scoring=recipe.model.lean_scoring,
         grpo=recipe.grpo,
@@ -167,20 +165,16 @@ def train(
             output.mkdir(parents=True, exist_ok=True)
             errlog = stack.enter_context(command_server_log("train", run_folder=output))
             # Servers and rewards before the model: their mistakes are found in seconds, not after a load.
-            pool = stack.enter_context(tool_pool(recipe, errlog))
-            reward_funcs, args.reward_weights = build_reward_functions(recipe.rewards, pool)
+            environment = stack.enter_context(Environment.from_recipe(recipe, errlog=errlog))
             model, tokenizer = load_model(recipe.model)
             if recipe.model.train_top_layers is not None:
                 train_top_layers(model, recipe.model.train_top_layers)
-            pipeline = stack.enter_context(
-                RolloutPipeline.from_recipe(recipe, model, tokenizer, seed=args.seed, pool=pool)
-            )
+            environment.use_model(model, tokenizer, seed=args.seed)
             trainer = recipe_trainer(
                 recipe,
                 args,
                 model,
-                pipeline,
-                reward_funcs,
+                environment,
                 trace_path=output / "traces.jsonl",
                 callbacks=[MetricsFile(output / "metrics.jsonl"), RunProgress()],
             )
@@ -197,11 +191,20 @@ def train(
         trainable = trainer.model.num_parameters(only_trainable=True)  # under LoRA: the adapters
         # Before any training, the warm start included: what a step's prompt costs.
         first_row = dict(trainer.train_dataset[0])
-        print(measure_prompt_cost(recipe, pipeline.parser, pool.tools, first_row, tokenizer=tokenizer).line())
+        cost = measure_prompt_cost(
+            recipe, environment.parser, environment.tools, first_row, tokenizer=tokenizer
+        )
+        print(cost.line())
         if recipe.warm_start.demonstrations and checkpoint is None:  # a checkpoint already holds its weights
-            run_warm_start(recipe, trainer, pipeline, output)
+            run_warm_start(recipe, trainer, environment, output, resume=resume)
             trainer.reset_reference()  # TRL built it from the model before the warm start
-        add_probes(recipe, trainer, pipeline)
+        elif recipe.warm_start.demonstrations:  # resuming GRPO: the KL reference is still the warm start
+            if load_warm_start(trainer.model, output / "warm_start") is not None:
+                trainer.reset_reference()  # then train() loads the checkpoint's weights over the policy
+            elif trainer.beta > 0:
+                folder = output / "warm_start"
+                print(f"no finished warm start in {folder}: the KL reference is the untrained model")
+        add_probes(recipe, trainer, environment)
         trainer.train(resume_from_checkpoint=checkpoint)
         final = output / "final"
         trainer.save_model(str(final))
@@ -217,16 +220,25 @@ def train(
     return summary
 
 
-def run_warm_start(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPipeline, output: Path) -> None:
-    """The recipe's supervised warm start on the trainer's model (under LoRA: its adapters), as step 0."""
+def run_warm_start(
+    recipe: Recipe, trainer: MCPGRPOTrainer, environment: Environment, output: Path, *, resume: bool = False
+) -> None:
+    """The recipe's supervised warm start on the trainer's model (under LoRA: its adapters), logged as step 0,
+    in ``<run>/warm_start/`` (checkpoints, then ``final/``), so that ``--resume`` continues or skips it."""
     rows = training_dataset(recipe, seed=recipe.warm_start.seed, curriculum=False)  # a random draw
-    with (output / "metrics.jsonl").open("a") as log:
-
-        def write(line: dict[str, float]) -> None:
-            log.write(json.dumps({"step": 0, "time": time.time(), **line}) + "\n")
-
-        stats = warm_start(recipe, trainer.model, pipeline, rows, log=write)
-        write(stats)
+    stats = warm_start(
+        recipe,
+        trainer.model,
+        environment,
+        rows,
+        output_dir=output / "warm_start",
+        callbacks=[MetricsFile(output / "metrics.jsonl")],
+        resume=resume,
+        bf16=trainer.args.bf16,  # the two trainers share one accelerate state: they must agree
+    )
+    if trainer.accelerator.is_main_process:
+        with (output / "metrics.jsonl").open("a") as log:
+            log.write(json.dumps({"step": 0, "time": time.time(), **stats}) + "\n")
     kept, played = stats["warm_start/kept"], stats["warm_start/played"]
     print(
         f"warm start: {kept:.0f} of {played:.0f} demonstrations kept, "
@@ -235,7 +247,7 @@ def run_warm_start(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPip
     )
 
 
-def add_probes(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPipeline) -> None:
+def add_probes(recipe: Recipe, trainer: MCPGRPOTrainer, environment: Environment) -> None:
     """The drift probes ``recipe.probes`` asks for, with the policy as it is now (warm-started) as their
     reference. On a resume the reference is the checkpoint's policy."""
     probes = recipe.probes
@@ -244,16 +256,15 @@ def add_probes(recipe: Recipe, trainer: MCPGRPOTrainer, pipeline: RolloutPipelin
         rows = training_dataset(
             recipe, seed=recipe.warm_start.seed, curriculum=False
         )  # the warm start's draw
-        episodes = probe_demonstrations(recipe, pipeline, rows)
-        pipeline.release(episodes)
+        episodes = probe_demonstrations(recipe, environment, rows)
     if episodes or probes.update_norm:
         trainer.add_callback(
             DriftProbes(
                 trainer.step_metrics,
                 trainer.model,
                 episodes,
-                pipeline.tokenizer.pad_token_id,
-                tokenizer=pipeline.tokenizer,
+                environment.tokenizer.pad_token_id,
+                tokenizer=environment.tokenizer,
                 update_norm=probes.update_norm,
             )
         )
@@ -277,14 +288,23 @@ def prepare_output(output: Path, recipe: Recipe, *, resume: bool, checkpoint: st
         for folder in output.glob("checkpoint-*"):
             if folder.is_dir() and not (folder / COMPLETE_MARKER).exists():
                 shutil.rmtree(folder, ignore_errors=True)
-    if checkpoint is None:
-        for stale in ("metrics.jsonl", "traces.jsonl"):
-            (output / stale).unlink(missing_ok=True)
+    if checkpoint is None:  # a resumed warm start keeps the batches it will not train again
+        done = completed_batches(output / "warm_start") if resume else 0
+        _keep_warm_start_batches(output / "metrics.jsonl", done)
+        (output / "traces.jsonl").unlink(missing_ok=True)
     else:  # the steps after the checkpoint run again: drop what their first run logged
         step = int(Path(checkpoint).name.split("-")[-1])
         for name in ("metrics.jsonl", "traces.jsonl"):
             _keep_steps_up_to(output / name, step)
     (output / "recipe.yaml").write_text(recipe_to_yaml(recipe))  # the run as it will be, --model included
+
+
+def _keep_warm_start_batches(path: Path, done: int) -> None:
+    if not path.exists():
+        return
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    kept = [line for line in lines if json.loads(line).get("warm_start/batch", float("inf")) <= done]
+    path.write_text("".join(line + "\n" for line in kept))
 
 
 def _keep_steps_up_to(path: Path, step: int) -> None:

@@ -1,4 +1,4 @@
-"""``MCPGRPOTrainer``: TRL's GRPO with our rollout pipeline plugged in through TRL's public ``rollout_func``.
+"""``MCPGRPOTrainer``: TRL's GRPO with an ``Environment``'s episodes, through TRL's public ``rollout_func``.
 
 The only module that touches TRL. TRL keeps everything it is good at (loss types, PEFT, the reference
 model, vLLM weight sync, logging); we replace how completions come to be: multi-turn episodes whose
@@ -7,8 +7,11 @@ observation tokens come back as ``env_mask`` 0, so TRL's loss ignores them. The 
 - ``rollout_func`` (TRL 1.16, experimental) receives this process's prompts and returns prompt ids,
   completion ids, sampled-token logprobs (for vLLM's importance-sampling correction, None otherwise),
   ``env_mask`` (becomes TRL's ``tool_mask``) and ``trajectories``, which TRL hands to every reward function;
-- reward functions are wrapped by an ``EpisodeRecorder``, which writes traces and logs rollout and tool
-  metrics through TRL's ``log_metric`` once every function has scored the batch;
+- TRL's reward functions are the Environment's rubric (``TRLRewards``): one scoring pass per batch, then
+  the Environment's hook writes traces, logs rollout and tool metrics through TRL's ``log_metric`` and stops
+  the episodes' per-episode servers;
+- what must agree between the rollout and TRL's loss (temperature, top-p, the completion budget) is
+  checked when the trainer is built (``check_sampling_agrees``), on every path;
 - a ``TrainerCallback`` marks each checkpoint folder complete once transformers has written all of it;
 - ``compute_loss`` (a public ``Trainer`` method) hands TRL each micro-batch without its all-padding columns,
   and tells ``LeanScoring`` (installed over TRL's fused LM-head forward, the way TRL installs its own) which
@@ -38,15 +41,14 @@ from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 from trl.models import unwrap_model_for_generation
-from trl.trainer.utils import get_callable_name
 
-from mcp_rl.config.sections import GRPOStepConfig
-from mcp_rl.env.environment import RolloutPipeline
-from mcp_rl.env.recorder import EpisodeRecorder
+from mcp_rl.config.sections import GRPOStepConfig, RolloutConfig
+from mcp_rl.env.environment import Environment
 from mcp_rl.env.refill import GroupRefill, OverlappingRefill
 from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.errors import ConfigError
-from mcp_rl.generation.base import Generation, SamplingParams, cut_at_stop
+from mcp_rl.generation.trl_vllm import TRLVLLMGenerator
+from mcp_rl.rewards.rubric import Rubric, ScoredBatch
 from mcp_rl.training.lean_forward import LeanScoring
 
 COMPLETE_MARKER = "checkpoint-complete"
@@ -111,51 +113,6 @@ def trim_padding(inputs: dict[str, Any]) -> dict[str, Any]:
     return trimmed
 
 
-class TRLVLLMGenerator:
-    """Generation through TRL's own vLLM integration (``use_vllm=True``, colocate or server mode).
-
-    For CUDA machines: TRL pushes new weights to vLLM before each rollout (``sync`` has nothing to do); we
-    only set each turn's stop strings and token budget. vLLM's sampled-token logprobs come back for TRL's
-    importance-sampling correction. In server mode every rank's prompts are gathered in each call, so the
-    engine must call it in lockstep.
-    """
-
-    def __init__(self, vllm_generation: Any, tokenizer: Any, eos_token_ids: Sequence[int], *, lockstep: bool):
-        self.vllm = vllm_generation
-        self.tokenizer = tokenizer
-        self.eos_token_ids = set(eos_token_ids)
-        self.lockstep = lockstep
-
-    def sync(self, model: Any, step: int) -> None:
-        """TRL's ``rollout_func`` path syncs vLLM's weights itself before calling us."""
-
-    def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]:
-        vllm = self.vllm
-        saved = (vllm.generation_kwargs, vllm.max_completion_length, vllm.temperature, vllm.top_p, vllm.top_k)
-        vllm.generation_kwargs = {
-            **saved[0],
-            "stop": list(sampling.stop_strings),
-            "include_stop_str_in_output": True,
-        }
-        vllm.max_completion_length = sampling.max_new_tokens
-        vllm.temperature, vllm.top_p = sampling.temperature, sampling.top_p
-        vllm.top_k = sampling.top_k if sampling.top_k > 0 else -1
-        try:
-            _, completions, logprobs, _ = vllm.generate(
-                prompts=[list(p) for p in prompts], images=None, num_generations=1
-            )
-        finally:
-            (vllm.generation_kwargs, vllm.max_completion_length, vllm.temperature, vllm.top_p, vllm.top_k) = (
-                saved
-            )
-        generations = []
-        for ids, token_logprobs in zip(completions, logprobs, strict=True):
-            cut, reason = cut_at_stop(ids, self.tokenizer, sampling.stop_strings, self.eos_token_ids)
-            sampled = [float("nan") if lp[0] is None else lp[0] for lp in token_logprobs]
-            generations.append(Generation(cut, reason, sampled[: len(cut)]))
-        return generations
-
-
 class CheckpointMarker(TrainerCallback):
     """Marks ``checkpoint-N`` complete after transformers wrote all of it (weights, optimizer, RNG state).
 
@@ -188,6 +145,35 @@ class SkipStepWithoutSignal(TrainerCallback):
                 parameter.grad = None
 
 
+def check_sampling_agrees(rollout: RolloutConfig, args: GRPOConfig) -> None:
+    """``ConfigError`` when the Environment samples otherwise than TRL scores: TRL computes the loss's
+    log-probabilities at ``GRPOConfig.temperature`` (and ``top_p``) and budgets completions by
+    ``max_completion_length``; the engine samples and budgets by ``rollout``. A mismatch trains on
+    log-probabilities of a distribution the episodes were not drawn from."""
+    pairs = [
+        ("temperature", rollout.temperature, "temperature", args.temperature),
+        ("top_p", rollout.top_p, "top_p", args.top_p),
+        (
+            "max_completion_tokens",
+            rollout.max_completion_tokens,
+            "max_completion_length",
+            args.max_completion_length,
+        ),
+    ]
+    for ours, mine, theirs, trl in pairs:
+        if mine != trl:
+            raise ConfigError(
+                f"rollout.{ours}={mine} but GRPOConfig.{theirs}={trl}: the rollout samples with one and "
+                f"TRL's loss scores with the other; set both to the same value (a recipe sets rollout.{ours} "
+                "only)"
+            )
+
+
+def is_reward_model(function: Any) -> bool:
+    """A reward model (a hub id, or a module TRL runs on the decoded text), which TRL scores itself."""
+    return isinstance(function, str) or hasattr(function, "forward")
+
+
 def prompt_key(row: dict[str, Any]) -> str:
     return json.dumps(row.get("prompt"), sort_keys=True, default=str)
 
@@ -196,62 +182,65 @@ class MCPGRPOTrainer(GRPOTrainer):
     """GRPO over multi-turn MCP tool use.
 
     Args:
-        pipeline: a built ``RolloutPipeline`` (tools, parser, prompts, generator). The trainer owns it and
-            closes it when training ends (``close_pipeline=False`` keeps it open).
+        environment: a built ``Environment`` (tools, parser, prompts, generator, rubric). The trainer owns
+            it and closes it when training ends (``close_environment=False`` keeps it open).
+        reward_funcs: TRL's reward functions; None (the default) takes the Environment's rubric. Given, its
+            callables become the Environment's rubric (which must then be empty); reward models (a hub id, a
+            module) go to TRL as they are and are not part of the rubric.
         trace_path: where one JSON line per episode goes (its turns, calls, rewards and dataset row).
         lean_scoring: the training forward reads the prompt prefix all rows share once and projects only the
             tokens the loss reads onto the vocabulary (``mcp_rl.training.lean_forward``); False keeps TRL's
-            forward. Off
-            under FSDP and DeepSpeed, which own the forward pass. The reference model (``beta > 0``) scores
-            with it too.
+            forward. Off under FSDP and DeepSpeed, which own the forward pass. The reference model
+            (``beta > 0``) scores with it too.
         grpo: which samples a step learns from and when it steps (``GRPOStepConfig``; default: as TRL).
-        model, reward_funcs, args, train_dataset, processing_class, **kwargs: as for ``GRPOTrainer``.
+        model, args, train_dataset, processing_class, **kwargs: as for ``GRPOTrainer``.
+            ``args.reward_weights`` defaults to the rubric's weights; ``args`` must sample as the
+            Environment does (``check_sampling_agrees``).
 
     ``train_dataset`` rows need the columns ``prompt.user_template`` refers to (e.g. ``question``); a
-    ``prompt`` column (the chat messages) is added from the pipeline. Reward functions receive
+    ``prompt`` column (the chat messages) is added from the Environment. Reward functions receive
     ``trajectories=`` besides TRL's usual arguments.
     """
 
     def __init__(
         self,
         model: Any,
-        reward_funcs: Callable[..., Any] | Sequence[Callable[..., Any]],
-        args: GRPOConfig,
-        train_dataset: Any,
-        processing_class: Any,
+        reward_funcs: Callable[..., Any] | Sequence[Callable[..., Any]] | None = None,
+        args: GRPOConfig | None = None,
+        train_dataset: Any = None,
+        processing_class: Any = None,
         *,
-        pipeline: RolloutPipeline,
+        environment: Environment,
         trace_path: str | Path | None = None,
-        close_pipeline: bool = True,
+        close_environment: bool = True,
         lean_scoring: bool = True,
         grpo: GRPOStepConfig | None = None,
         **kwargs: Any,
     ) -> None:
-        self.pipeline = pipeline
-        self.close_pipeline = close_pipeline
+        if args is None:
+            raise ConfigError("MCPGRPOTrainer needs args (a trl.GRPOConfig)")
+        check_sampling_agrees(environment.rollout_config, args)
+        self.environment = environment
+        self.close_environment = close_environment
         self.grpo = grpo or GRPOStepConfig()
-        self._previous_batch: list[Any] = []
         self._batch_rows: list[dict[str, Any]] | None = None
         self._ready: list[Trajectory] | None = None  # episodes dynamic sampling already played for the batch
         self._refill_order: Iterator[int] | None = None
         self.skip_update = False  # the current batch has too few informative groups: no optimizer step
         self.step_metrics: dict[str, list[float]] = defaultdict(list)  # ours, added to TRL's log line
-        train_dataset = pipeline.with_prompts(train_dataset)
+        train_dataset = environment.with_prompts(train_dataset)
         if kwargs.get("eval_dataset") is not None:
-            kwargs["eval_dataset"] = pipeline.with_prompts(kwargs["eval_dataset"])
-        functions = list(reward_funcs) if isinstance(reward_funcs, Sequence) else [reward_funcs]
-        self.recorder = EpisodeRecorder(pipeline, trace_path)
-        recorded = [
-            function
-            if isinstance(function, str) or hasattr(function, "forward")  # reward models: TRL's own
-            else self.recorder.wrap(function, get_callable_name(function))
-            for function in functions
-        ]
+            kwargs["eval_dataset"] = environment.with_prompts(kwargs["eval_dataset"])
+        functions = self.trl_reward_funcs(environment, reward_funcs, args)
+        environment.record_traces(trace_path)
+        self.rewards = environment.trl_rewards()
+        stand_ins = iter(self.rewards.functions())
+        reward_funcs = [f if is_reward_model(f) else next(stand_ins) for f in functions]
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
             super().__init__(
                 model=model,
-                reward_funcs=recorded,
+                reward_funcs=reward_funcs,
                 args=args,
                 train_dataset=train_dataset,
                 processing_class=processing_class,
@@ -264,7 +253,7 @@ class MCPGRPOTrainer(GRPOTrainer):
             raise ConfigError(
                 "grpo.dynamic_sampling runs on one training process only (a group may span ranks)"
             )
-        if self.grpo.dynamic_sampling and any(isinstance(f, str) or hasattr(f, "forward") for f in functions):
+        if self.grpo.dynamic_sampling and any(is_reward_model(f) for f in functions):
             raise ConfigError(
                 "grpo.dynamic_sampling needs reward functions, not reward models, to score groups"
             )
@@ -277,13 +266,12 @@ class MCPGRPOTrainer(GRPOTrainer):
                 self.reference_scoring = LeanScoring(
                     self.ref_model, self.temperature, args.cast_lm_head_to_fp32
                 )
-        self.recorder.weights = dict(zip(self.reward_func_names, self.reward_weights.tolist(), strict=True))
         if self.accelerator.num_processes > 1:
-            self.recorder.distribute(
+            environment.recorder.distribute(
                 self.accelerator.process_index, self.accelerator.num_processes, gather_object
             )
         if args.use_vllm:
-            pipeline.use_generator(
+            environment.use_generator(
                 TRLVLLMGenerator(
                     self.vllm_generation,
                     processing_class,
@@ -291,6 +279,34 @@ class MCPGRPOTrainer(GRPOTrainer):
                     lockstep=args.vllm_mode == "server",
                 )
             )
+
+    @staticmethod
+    def trl_reward_funcs(environment: Environment, reward_funcs: Any, args: GRPOConfig) -> list[Any]:
+        """TRL's reward functions in order (reward models included); the Environment's rubric is their
+        callables, and ``args.reward_weights`` is set to the rubric's weights when unset."""
+        if reward_funcs is None:
+            rubric = environment.rubric
+            if args.reward_weights is None:
+                args.reward_weights = list(rubric.weights)
+            elif [float(w) for w in args.reward_weights] != rubric.weights:
+                raise ConfigError(
+                    f"GRPOConfig.reward_weights={list(args.reward_weights)} but the Environment's rubric "
+                    f"weighs its rewards {rubric.weights}: set the weights in one place (the rubric)"
+                )
+            return list(rubric.functions)
+        functions = list(reward_funcs) if isinstance(reward_funcs, Sequence) else [reward_funcs]
+        weights = list(args.reward_weights) if args.reward_weights is not None else [1.0] * len(functions)
+        if len(weights) != len(functions):
+            raise ConfigError(f"{len(weights)} GRPOConfig.reward_weights for {len(functions)} reward_funcs")
+        pairs = [(f, w) for f, w in zip(functions, weights, strict=True) if not is_reward_model(f)]
+        callables = [f for f, _ in pairs]
+        if len(environment.rubric) and environment.rubric.functions != callables:
+            raise ConfigError(
+                "reward functions given twice: the Environment has a rubric and MCPGRPOTrainer got "
+                "reward_funcs; give them in one place"
+            )
+        environment.rubric = Rubric(callables, [w for _, w in pairs])
+        return functions
 
     # -- the reference --------------------------------------------------------------------------------
     def reset_reference(self) -> None:
@@ -318,16 +334,18 @@ class MCPGRPOTrainer(GRPOTrainer):
     def rollout(self, prompts: list[Any], trainer: GRPOTrainer) -> dict[str, Any]:
         """TRL's ``rollout_func``: one episode per prompt (TRL repeats each prompt once per generation)."""
         ready, self._ready = self._ready, None
-        if ready is not None and len(ready) == len(prompts):
-            trajectories = ready  # dynamic sampling played and scored this batch already
-        else:
-            # Normally the recorder released them once scored; reward models bypass it (no wrapper).
-            self.pipeline.release(self._previous_batch)
-            rows = self._batch_rows
-            trajectories = self.play(
-                prompts, rows if rows is not None and len(rows) == len(prompts) else None
+        rows = self._batch_rows
+        if rows is not None and len(rows) != len(prompts):
+            rows = None
+        # Dynamic sampling may have played and scored this batch already.
+        ready_here = ready is not None and len(ready) == len(prompts)
+        trajectories = ready if ready_here else self.play(prompts, rows)
+        if not len(self.environment.rubric):  # reward models alone: nothing of ours scores the batch
+            self.environment.batch_scored(
+                ScoredBatch(list(trajectories), {}, {}),
+                rows or [{} for _ in trajectories],
+                step=self.state.global_step + 1,
             )
-        self._previous_batch = trajectories
         logprobs = None
         if all(t.logprobs is not None for t in trajectories):
             logprobs = [t.logprobs for t in trajectories]
@@ -342,7 +360,7 @@ class MCPGRPOTrainer(GRPOTrainer):
     def play(self, prompts: list[Any], rows: list[dict[str, Any]] | None) -> list[Trajectory]:
         """One episode per prompt with the current weights."""
         with self.generating():
-            return self.pipeline.engine.rollout(prompts, rows=rows)
+            return self.environment.engine.rollout(prompts, rows=rows)
 
     @contextmanager
     def generating(self) -> Iterator[None]:
@@ -352,7 +370,7 @@ class MCPGRPOTrainer(GRPOTrainer):
         with unwrap_model_for_generation(
             self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
         ) as unwrapped:
-            self.pipeline.generator.sync(unwrapped, self.state.global_step)
+            self.environment.generator.sync(unwrapped, self.state.global_step)
             yield
 
     def fresh_rows(self, count: int, seen: set[str]) -> list[dict[str, Any]]:
@@ -376,21 +394,20 @@ class MCPGRPOTrainer(GRPOTrainer):
     def dynamic_batch(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """DAPO's dynamic sampling: the batch's rows with every group lacking a reward spread replaced by a
         group of an unseen training question that has one, as far as ``max_extra_rollouts`` allows; the
-        rest filled with dropped groups. The episodes are kept for ``rollout`` and their scores in the
-        recorder, so neither is produced twice. By episode, a group is judged as soon as its episodes
-        ended and its replacement starts while the others run; by turn, in whole rounds."""
-        self.pipeline.release(self._previous_batch)
-        self._previous_batch = []
+        rest filled with dropped groups. The episodes are kept for ``rollout`` and their scores for TRL's
+        call (``TRLRewards.score_ahead``), so neither is produced twice. By episode, a group is judged as
+        soon as its episodes ended and its replacement starts while the others run; by turn, in whole
+        rounds."""
         seen = {prompt_key(row) for row in inputs}
         refill = GroupRefill(
             self.num_generations,
             len(inputs) // self.num_generations,
             self.grpo.max_extra_rollouts,
-            self.recorder.score_ahead,
+            self.rewards.score_ahead,
             lambda count: self.fresh_rows(count, seen),
         )
         try:
-            if self.pipeline.engine.by_episode:
+            if self.environment.engine.by_episode:
                 self.refill_overlapping(refill, inputs)
             else:
                 self.refill_in_rounds(refill, inputs)
@@ -415,7 +432,7 @@ class MCPGRPOTrainer(GRPOTrainer):
 
     def refill_overlapping(self, refill: GroupRefill, rows: list[dict[str, Any]]) -> None:
         """Play the batch by episode, each group judged once it ended and replaced while the others run."""
-        engine = self.pipeline.engine
+        engine = self.environment.engine
 
         def start(group_rows: Sequence[dict[str, Any]]) -> list[Trajectory]:
             return engine.start([row["prompt"] for row in group_rows], 1, group_rows)
@@ -425,8 +442,8 @@ class MCPGRPOTrainer(GRPOTrainer):
 
     def discard(self, episodes: Sequence[Trajectory]) -> None:
         """Episodes no step trains on: their kept scores forgotten, their per-episode servers stopped."""
-        self.recorder.forget(episodes)
-        self.pipeline.release(episodes)
+        self.rewards.forget(episodes)
+        self.environment.release(episodes)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         # TRL hands `rollout_func` the prompts alone; the rows' other columns are what per-episode servers'
@@ -484,5 +501,5 @@ class MCPGRPOTrainer(GRPOTrainer):
         try:
             return super().train(*args, **kwargs)
         finally:
-            if self.close_pipeline:
-                self.pipeline.close()
+            if self.close_environment:
+                self.environment.close()

@@ -1,45 +1,41 @@
 """A supervised warm start before GRPO: demonstration episodes played through the real tools, then learned.
 
 GRPO only amplifies what the policy already samples. A behaviour the untrained model almost never shows —
-searching a second time for the entity the first passage named (1 in 192 sampled two-hop episodes of the
-default model), or an operator it never picks — gives every sample of a group the same reward and so no
-gradient. A warm start shows it a few hundred times first:
+searching a second time for the entity the first passage named, or an operator it never picks — gives
+every sample of a group the same reward and so no gradient. A warm start shows it a few hundred times first:
 
 1. each demonstration is a list of assistant turns written from a training row (templates over its
    columns, or a function of the row), e.g. ``<search> {question} </search>`` then ``<answer> ... </answer>``;
 2. ``ScriptedEngine`` plays those turns instead of sampling, so every tool call goes to the recipe's real
    servers and every observation is framed and budgeted exactly as in a rollout: the episodes have the
    token layout GRPO will train on (observation tokens masked out);
-3. the recipe's own rewards score them and only those at or above ``min_reward`` are kept (a reference
-   action the tools reject is not taught); the others are counted by why they fell short, with one
-   example each (``DroppedDemonstrations``);
+3. the Environment's rubric (the recipe's own rewards, the very functions training uses) scores them and
+   only those at or above ``min_reward`` are kept (a reference action the tools reject is not taught); the
+   others are counted by why they fell short, with one example each (``DroppedDemonstrations``);
 4. a few epochs of next-token loss on the assistant tokens, with the trainable weights GRPO will train.
 """
 
 from __future__ import annotations
 
-import math
-import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-import torch
 from tqdm.auto import tqdm
+from transformers import TrainerCallback
 
 from mcp_rl.config.sections import Recipe, WarmStartConfig
 from mcp_rl.env.engine import RolloutEngine
-from mcp_rl.env.environment import RolloutPipeline
+from mcp_rl.env.environment import Environment
 from mcp_rl.env.recorder import user_prompt
 from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.errors import ConfigError, DataError
-from mcp_rl.evaluation import RecipeScorer
 from mcp_rl.generation.base import Generation, SamplingParams
-from mcp_rl.generation.models import cpu_supports_bf16
 from mcp_rl.rewards.registry import import_object
-from mcp_rl.training.lean_forward import prefix_shared_hidden_states
+from mcp_rl.training.sft import load_warm_start, train_on_demonstrations
 
 Script = Callable[[Mapping[str, Any]], Sequence[str] | None]
 
@@ -145,17 +141,16 @@ def drop_reason(
 
 
 def demonstration_episodes(
-    pipeline: RolloutPipeline,
+    environment: Environment,
     rows: Sequence[Mapping[str, Any]],
     script: Script,
-    scorer: RecipeScorer,
     *,
     min_reward: float | None,
     batch_size: int = 32,
     dropped: DroppedDemonstrations | None = None,
 ) -> tuple[list[Trajectory], dict[str, float]]:
-    """Play each row's demonstration through the real tools; keep those the rewards accept. Those turned
-    down are counted in ``stats`` and, by reason with an example, in ``dropped`` when given."""
+    """Play each row's demonstration through the real tools; keep those the Environment's rubric accepts.
+    Those turned down are counted in ``stats`` and, by reason with an example, in ``dropped`` when given."""
     kept: list[Trajectory] = []
     short: list[tuple[Trajectory, dict[str, float | None], float | None]] = []
     every: list[dict[str, float | None]] = []  # each played demonstration's scores: each reward's best
@@ -171,22 +166,23 @@ def demonstration_episodes(
                 skipped += 1
         if not batch:
             continue
-        engine = ScriptedEngine(pipeline.engine, scripts)
-        episodes = engine.rollout([pipeline.messages(row) for row in batch], greedy=True, rows=batch)
-        scores = scorer(episodes, batch)
-        pipeline.release(episodes)
+        engine = ScriptedEngine(environment.engine, scripts)
+        episodes = engine.rollout([environment.messages(row) for row in batch], greedy=True, rows=batch)
+        scored = environment.score(episodes, batch)  # their per-episode servers stop once scored
         played += len(episodes)
-        every += scores
-        for episode, score in zip(episodes, scores, strict=True):
-            total = scorer.total(score)
+        every += scored.rewards
+        for episode, score, total in zip(episodes, scored.rewards, scored.totals, strict=True):
             if min_reward is None or (total is not None and total >= min_reward):
                 episode.info["reward"] = total
                 kept.append(episode)
             else:
                 short.append((episode, score, total))
     if dropped is not None and min_reward is not None:
-        best = {
-            name: max((s[name] for s in every if s[name] is not None), default=None) for name in scorer.names
+        weights = environment.rubric.weight_of
+        best = {  # the rewards that count toward min_reward: a zero-weight metric is no reason to drop one
+            name: max((s[name] for s in every if s[name] is not None), default=None)
+            for name in environment.rubric.names
+            if weights[name] != 0
         }
         for episode, score, total in short:
             dropped.add(*drop_reason(episode, score, best, total, min_reward))
@@ -199,57 +195,30 @@ def demonstration_episodes(
     return kept, stats
 
 
-def supervised_loss(model: Any, episodes: Sequence[Trajectory], pad_id: int) -> torch.Tensor:
-    """Mean next-token loss over the episodes' own turns (observation and prompt tokens not scored).
-
-    As in the GRPO step (``mcp_rl.training.lean_forward``): the prompt prefix every episode shares runs
-    once, and only the
-    scored positions are projected onto the vocabulary.
-    """
-    logits, targets = own_token_logits(model, episodes, pad_id)
-    return torch.nn.functional.cross_entropy(logits.float(), targets)
-
-
-def own_token_logits(
-    model: Any, episodes: Sequence[Trajectory], pad_id: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The logits predicting each model-written token of the episodes (positions × vocabulary), and those
-    tokens, in episode order."""
-    width = max(len(e.prompt_ids) + len(e.completion_ids) for e in episodes)
-    input_ids = torch.full((len(episodes), width), pad_id, dtype=torch.long)
-    attention = torch.zeros_like(input_ids)
-    labels = torch.full_like(input_ids, -100)
-    for row, episode in enumerate(episodes):  # left padding, as the shared-prefix forward expects
-        ids = episode.prompt_ids + episode.completion_ids
-        start = width - len(ids)
-        input_ids[row, start:] = torch.tensor(ids)
-        attention[row, start:] = 1
-        own = torch.tensor(episode.completion_mask, dtype=torch.bool)
-        completion = torch.tensor(episode.completion_ids)
-        labels[row, width - len(completion) :] = completion.masked_fill(~own, -100)
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # under LoRA: adapters in
-    hidden, _ = prefix_shared_hidden_states(inner, input_ids, attention, labels)
-    scored = labels[:, 1:] != -100  # the hidden state at t predicts token t + 1
-    return inner.get_output_embeddings()(hidden[scored]), labels[:, 1:][scored]
-
-
 def warm_start(
     recipe: Recipe,
     model: Any,
-    pipeline: RolloutPipeline,
+    environment: Environment,
     rows: Sequence[Mapping[str, Any]],
     *,
-    log: Callable[[dict[str, float]], None] | None = None,
+    output_dir: Path,
+    callbacks: Sequence[TrainerCallback] = (),
+    resume: bool = False,
+    bf16: bool | None = None,
 ) -> dict[str, float]:
-    """The recipe's warm start on ``model`` (in place); returns its numbers (also passed to ``log``)."""
+    """The recipe's warm start on ``model`` (in place), its demonstrations scored by the Environment's
+    rubric, trained by ``train_on_demonstrations`` in ``output_dir`` (checkpoints, ``final/``); returns
+    its numbers. ``callbacks`` get each batch's loss; ``resume`` continues a stopped warm start and
+    loads a finished one without playing its demonstrations again."""
     config = recipe.warm_start
     started = time.monotonic()
+    if resume and (finished := load_warm_start(model, output_dir)) is not None:
+        return finished
     script = script_from_config(config)
-    scorer = RecipeScorer(recipe, pipeline.pool)
     chosen = list(rows)[: config.episodes]
     dropped = DroppedDemonstrations()
     episodes, stats = demonstration_episodes(
-        pipeline, chosen, script, scorer, min_reward=config.min_reward, dropped=dropped
+        environment, chosen, script, min_reward=config.min_reward, dropped=dropped
     )
     if not episodes:
         raise ConfigError(
@@ -261,39 +230,15 @@ def warm_start(
         tqdm.write(
             f"warm start: {sum(dropped.reasons.values())} demonstration(s) dropped:\n{dropped.describe()}"
         )
-    parameters = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0)
-    order = random.Random(config.seed)
-    batches = math.ceil(len(episodes) / config.batch_size)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_supports_bf16())
-    pad_id = pipeline.tokenizer.pad_token_id
-    was_training = model.training
-    model.train()
-    losses: list[float] = []
-    bar = tqdm(total=config.epochs * batches, desc="warm start", unit="batch")
-    for _ in range(config.epochs):
-        shuffled = list(episodes)
-        order.shuffle(shuffled)
-        for start in range(0, len(shuffled), config.batch_size):
-            with autocast:
-                loss = supervised_loss(model, shuffled[start : start + config.batch_size], pad_id)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(parameters, 1.0)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(loss.item())
-            bar.update()
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
-            if log is not None:
-                log({"warm_start/loss": losses[-1], "warm_start/batch": float(len(losses))})
-    bar.close()
-    model.train(was_training)
-    stats.update(
-        {
-            "warm_start/first_loss": losses[0],
-            "warm_start/last_loss": sum(losses[-max(1, batches // 2) :]) / max(1, batches // 2),
-            "warm_start/batches": float(len(losses)),
-            "warm_start/wall_s": time.monotonic() - started,
-        }
+    return train_on_demonstrations(
+        model,
+        environment.tokenizer,
+        episodes,
+        config,
+        output_dir=output_dir,
+        callbacks=callbacks,
+        resume=resume,
+        bf16=bf16,
+        stats=stats,
+        started=started,
     )
-    return stats

@@ -12,9 +12,9 @@ teaches the format, and the observation for a turn without any action. Two famil
 message is an observation that teaches the model the correct format. It expects the text to include the
 stop string that ended generation (an action without its closing tag is reported as unclosed).
 
-The shared types live in ``base.py``, the tag scanner and the ``tags`` family in ``tags.py``, the
-``tool_call`` family in ``tool_call.py``; this package registers them (``PARSERS``, ``build_parser``) and
-re-exports the public names.
+The shared types live in ``base.py``, the tag scanner in ``action_tags.py``, the ``tags`` family in
+``tags.py``, the ``tool_call`` family in ``tool_call.py``; this package registers them (``PARSERS``,
+``build_parser``) and re-exports the public names.
 """
 
 from __future__ import annotations

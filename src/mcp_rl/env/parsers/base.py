@@ -60,7 +60,9 @@ class Parser(ABC):
         self._tools = {str(t["name"]): t for t in tools if isinstance(t, Mapping) and "name" in t}
 
 
-def _input_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
+def input_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool dict's JSON schema for its arguments, whichever key its shape uses (an empty object schema
+    when it has none), so parsers read parameters the same way from MCP, project and OpenAI tool dicts."""
     # MCP's wire format says inputSchema, the project's tool dicts say input_schema, OpenAI says parameters.
     for key in ("input_schema", "inputSchema", "parameters"):
         schema = tool.get(key)

@@ -12,11 +12,11 @@ from typing import Any, ClassVar
 
 import json_repair
 
-from mcp_rl.env.parsers.base import ParseError, ToolCall, _input_schema
-from mcp_rl.env.parsers.tags import _ActionTagParser
+from mcp_rl.env.parsers.action_tags import ActionTagParser
+from mcp_rl.env.parsers.base import ParseError, ToolCall, input_schema
 
-# json_repair's time grows quadratically with unbalanced nesting (0.4 s at 3,000 "{") and with the length
-# of an unterminated string (17.8 s at 1 MB); no real tool call nests anywhere near this deep or needs
+# json_repair's time grows quadratically with unbalanced nesting and with the length of an unterminated
+# string (docs/limits.md); no real tool call nests anywhere near this deep or needs
 # repairs this long, so such text is reported as not understood instead of repaired.
 _MAX_REPAIR_DEPTH = 64
 _MAX_REPAIR_CHARS = 2000
@@ -68,8 +68,8 @@ _FENCE_LANGUAGE = re.compile(r"[A-Za-z0-9_-]*")
 def _unfenced(body: str) -> str:
     """``body`` (stripped) without a surrounding Markdown code fence, e.g. ```json ... ```.
 
-    Done by hand: the regex this replaces backtracked cubically on a fence followed by whitespace (37
-    tokens took 4.9 s); this is linear, whatever the text.
+    Done by hand: the regex this replaces backtracked cubically on a fence followed by whitespace
+    (docs/limits.md); this is linear, whatever the text.
     """
     if len(body) < 6 or not body.startswith("```") or not body.endswith("```"):
         return body
@@ -84,7 +84,7 @@ def _type_name(value: Any) -> str:
     )
 
 
-class ToolCallParser(_ActionTagParser):
+class ToolCallParser(ActionTagParser):
     """Qwen/Hermes JSON tool calls: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``.
 
     Options: ``answer_tag`` ("answer"; ``None``: a turn without a call is the answer), ``think_tag``
@@ -181,7 +181,7 @@ class ToolCallParser(_ActionTagParser):
                     "function": {
                         "name": name,
                         "description": str(tool.get("description") or ""),
-                        "parameters": _input_schema(tool),
+                        "parameters": input_schema(tool),
                     },
                 },
                 ensure_ascii=False,
