@@ -8,6 +8,7 @@ import copy
 import inspect
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -76,7 +77,8 @@ def warm_started(trainer: MCPGRPOTrainer) -> None:
             demonstrations=TEMPLATES, episodes=3, epochs=4, batch_size=3, learning_rate=1e-2
         ),
     )
-    warm_start(recipe, trainer.model, trainer.environment, rows(*TEST_QUESTIONS))
+    output_dir = Path(trainer.args.output_dir) / "warm_start"
+    warm_start(recipe, trainer.model, trainer.environment, rows(*TEST_QUESTIONS), output_dir=output_dir)
 
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full-weights", "lora"])

@@ -146,7 +146,7 @@ def test_builtin_dataset_dir() -> None:
     assert "fictional" in available_datasets()
     folder = builtin_dataset_dir()
     assert all((folder / name).is_file() for name in FILES)
-    with pytest.raises(ValueError, match="available: arithmetic, chronicle, club, fictional"):
+    with pytest.raises(ValueError, match="available: arithmetic, chronicle, club, errands, fictional"):
         builtin_dataset_dir("nope")
 
 
