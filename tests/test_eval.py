@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TEST_QUESTIONS, TEST_SYSTEM
+from conftest import ROOT, TEST_QUESTIONS, TEST_SYSTEM
 
 from mcp_rl.config.recipe import recipe_from_dict
 from mcp_rl.env.trajectory import Trajectory
@@ -148,3 +150,47 @@ def test_eval_reports_the_recipes_rewards_and_writes_them_per_episode(
     named = [e["rewards"]["place_named"] for e in episodes]
     assert report["rewards"]["place_named"] == pytest.approx(sum(named) / 3)
     assert report["reward"] == pytest.approx(sum(e["reward"] for e in episodes) / 3)
+
+
+def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired_bootstrap(
+    searching_model_dir: Path, search_entry: dict[str, object], tmp_path: Path
+) -> None:
+    """``samples`` > 0 plays every task that many times at the recipe's temperature; bench/compare_evals.py
+    pairs two reports on the same tasks and bounds their difference."""
+    tasks = tmp_path / "tasks.csv"
+    tasks.write_text("ask,place\n" + "".join(f'"{q}",Draskel\n' for q in TEST_QUESTIONS))
+    recipe = recipe_from_dict(
+        {
+            "model": {"name_or_path": str(searching_model_dir)},
+            "data": {"train": str(tasks), "eval": str(tasks), "answer_column": "place"},
+            "tools": {"mcpServers": {"search": search_entry}},
+            "parser": {"name": "search_r1"},
+            "prompt": {"system": TEST_SYSTEM, "user_template": "{ask}", "tools_in": "template"},
+            "rollout": {"max_turns": 3, "max_new_tokens": 16, "temperature": 5.0},
+            "rewards": [{"name": "exact_match"}],
+        },
+        check_trainer=False,
+    )
+    greedy = evaluate(recipe, output=tmp_path / "greedy.json")
+    sampled = evaluate(recipe, output=tmp_path / "sampled.json", samples=2)
+    assert greedy["decoding"] == "greedy" and greedy["samples_per_task"] == 1
+    assert sampled["decoding"] == "sampled at temperature 5" and sampled["n"] == 2 * len(TEST_QUESTIONS)
+    lines = (tmp_path / "sampled.trajectories.jsonl").read_text().splitlines()
+    assert [json.loads(line)["task"] for line in lines] == [q for q in TEST_QUESTIONS for _ in range(2)]
+    # At this temperature the samples are not the greedy episodes: the token streams differ somewhere.
+    texts = {json.dumps(json.loads(line)["turns"]) for line in lines}
+    greedy_texts = {
+        json.dumps(json.loads(line)["turns"])
+        for line in (tmp_path / "greedy.trajectories.jsonl").read_text().splitlines()
+    }
+    assert texts - greedy_texts
+    # The same report against itself: a difference of exactly 0, and an interval around it.
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "compare_evals.py"), str(tmp_path / "greedy.json"),
+         str(tmp_path / "greedy.json"), "--resamples", "200"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["all"]["n"] == len(TEST_QUESTIONS)
+    assert result["all"]["difference"] == 0 and result["all"]["ci95"] == [0, 0]
+    assert result["all"]["before"] == greedy["em"]

@@ -305,6 +305,14 @@ def evaluate(
         str | None, typer.Option("--qa", help="FlashRAG-style QA jsonl or a dataset (sets data.eval).")
     ] = None,
     output: Annotated[str | None, typer.Option("--output", help="Report path (JSON).")] = None,
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples",
+            help="Sample N episodes per task at the recipe's rollout.temperature (default 0: one greedy).",
+            min=0,
+        ),
+    ] = 0,
     overrides: SetOption = None,
 ) -> None:
     """Greedy rollouts on held-out tasks: the recipe's rewards (EM and F1 on QA data), tool calls, failures;
@@ -321,6 +329,7 @@ def evaluate(
             split=split,
             limit=limit,
             output=output or f"runs/{loaded.name}/eval.json",
+            samples=samples,
         )
     typer.echo(json.dumps(report, indent=2))
 

@@ -81,15 +81,19 @@ def evaluate(
     limit: int | None = None,
     batch_size: int = 64,
     output: str | Path | None = None,
+    samples: int = 0,
 ) -> dict[str, Any]:
     """Greedy episodes on held-out tasks scored by the recipe's own rewards (and EM/F1 on QA data), tool use
-    and failures; writes a JSON report and one line per episode to ``<output>.trajectories.jsonl``."""
+    and failures; writes a JSON report and one line per episode to ``<output>.trajectories.jsonl``.
+    ``samples`` > 0: that many episodes per task, sampled as in training (``rollout.temperature``, ``top_p``),
+    instead of one greedy episode — what GRPO sees, where greedy success shows what the policy prefers."""
     check_data(recipe, "eval", split)  # a missing column fails before the model loads
     warning = training_tasks_warning(recipe)
     if warning:
         print(warning, file=sys.stderr)  # stdout is the report
     source = recipe.data.eval or recipe.data.train
     rows = [dict(row) for row in load_split(recipe, "eval", split, limit or recipe.data.eval_limit)]
+    rows = [row for row in rows for _ in range(samples)] if samples > 0 else rows
     started = time.monotonic()
     with (
         command_server_log("eval", report=output) as errlog,
@@ -101,7 +105,8 @@ def evaluate(
         for start in tqdm(range(0, len(rows), batch_size), desc="eval", unit="batch"):
             batch = rows[start : start + batch_size]
             # Scored while the servers still run (tool-verified rewards call them), then released.
-            scored.extend(environment.score(environment.rollout_rows(batch, greedy=True), batch))
+            episodes = environment.rollout_rows(batch, greedy=samples == 0)
+            scored.extend(environment.score(episodes, batch))
     trajectories = scored.trajectories
     report = report_for(trajectories, rows)
     report["reward"] = _mean(scored.totals)
@@ -118,6 +123,8 @@ def evaluate(
         questions=source,
         corpus=recipe.data.corpus,
         split=split or recipe.data.eval_split,
+        samples_per_task=max(1, samples),
+        decoding="greedy" if samples == 0 else f"sampled at temperature {recipe.rollout.temperature:g}",
         wall_s=round(time.monotonic() - started, 1),
     )
     if output is not None:

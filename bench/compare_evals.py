@@ -1,0 +1,95 @@
+"""Two `mcp-rl eval` reports on the same tasks, compared with paired bootstrap confidence intervals.
+
+    python bench/compare_evals.py BEFORE.json AFTER.json [--by kind] [--metric em] [--resamples 10000]
+
+Reads each report's ``<report>.trajectories.jsonl`` (one line per episode, the row included), pairs the
+episodes by task, and prints the success of each side, their difference and its 95% interval (percentile
+bootstrap over tasks, the same resample for both sides), overall and by a row column. A learning claim is
+the interval of the difference, not two means side by side: the same tasks make the sides correlated, which
+the paired resample keeps. Last line: one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from _common import finish  # bench/ is sys.path[0]
+
+
+def episodes(report: Path) -> list[dict[str, Any]]:
+    """The report's episodes, in task order."""
+    path = report.with_suffix(".trajectories.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def success(episode: dict[str, Any], metric: str) -> float:
+    """``em`` (exact match on QA data) or a reward's name; a missing or unscored value counts as 0."""
+    value = episode.get(metric)
+    if value is None:
+        value = (episode.get("rewards") or {}).get(metric)
+    return float(value or 0.0)
+
+
+def interval(values: Sequence[float], resamples: int, rng: random.Random) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of the mean over ``resamples`` bootstrap draws."""
+    n = len(values)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+def compare(before: list[float], after: list[float], resamples: int, seed: int) -> dict[str, Any]:
+    """Both means, their difference and its paired 95% interval."""
+    rng = random.Random(seed)
+    differences = [a - b for a, b in zip(after, before, strict=True)]
+    n = len(differences)
+    low, high = interval(differences, resamples, rng)
+    return {
+        "n": n,
+        "before": sum(before) / n,
+        "after": sum(after) / n,
+        "difference": sum(differences) / n,
+        "ci95": [low, high],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--by", default=None, help="A row column to split by (e.g. kind, hops).")
+    parser.add_argument("--metric", default="em", help="em, or a reward's name (e.g. calculator_verified).")
+    parser.add_argument("--resamples", type=int, default=10000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    first, second = episodes(args.before), episodes(args.after)
+    if [e.get("task") for e in first] != [e.get("task") for e in second]:
+        raise SystemExit("the two reports are not on the same tasks in the same order")
+    groups: dict[str, list[int]] = {"all": list(range(len(first)))}
+    if args.by:
+        for index, episode in enumerate(first):
+            groups.setdefault(f"{args.by}={episode['row'].get(args.by)}", []).append(index)
+    result: dict[str, Any] = {"metric": args.metric, "before": str(args.before), "after": str(args.after)}
+    lines = []
+    for name, indices in groups.items():
+        row = compare(
+            [success(first[i], args.metric) for i in indices],
+            [success(second[i], args.metric) for i in indices],
+            args.resamples,
+            args.seed,
+        )
+        result[name] = row
+        low, high = row["ci95"]
+        lines.append(
+            f"{name:>16}  n={row['n']:<4} {row['before']:.3f} → {row['after']:.3f}  "
+            f"Δ {row['difference']:+.3f} [{low:+.3f}, {high:+.3f}]"
+        )
+    finish(result, "\n".join(["", *lines]))
+
+
+if __name__ == "__main__":
+    main()
