@@ -126,20 +126,19 @@ def test_a_few_steps_on_demonstrations_teach_them(environment, searching_tiny_mo
     assert losses[-1] < losses[0] / 2
 
 
-def test_train_runs_the_warm_start_before_grpo(tiny_model_dir, tiny_corpus, tiny_qa, tmp_path) -> None:
+def test_train_runs_the_warm_start_before_grpo_and_a_resume_keeps_it_as_the_reference(
+    tiny_model_dir, tiny_corpus, tiny_qa, tmp_path
+) -> None:
     out = tmp_path / "run"
-    settings = tiny_search_overrides(
-        tiny_model_dir,
-        tiny_corpus,
-        tiny_qa,
-        **{
-            "warm_start.demonstrations": TEMPLATES,
-            "warm_start.episodes": 4,
-            "warm_start.epochs": 2,
-            "warm_start.batch_size": 2,
-            "warm_start.learning_rate": 1e-3,
-        },
-    )
+    warm_start = {
+        "warm_start.demonstrations": TEMPLATES,
+        "warm_start.episodes": 4,
+        "warm_start.epochs": 2,
+        "warm_start.batch_size": 2,
+        "warm_start.learning_rate": 1e-3,
+        "trainer.beta": 0.1,  # a KL reference: after a resume it must still be the warm-started policy
+    }
+    settings = tiny_search_overrides(tiny_model_dir, tiny_corpus, tiny_qa, **warm_start)
     result = run_cli("train", "--recipe", "search", "-o", str(out), *settings, timeout_s=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warm start: 4 of 4 demonstrations kept" in result.stdout
@@ -148,6 +147,21 @@ def test_train_runs_the_warm_start_before_grpo(tiny_model_dir, tiny_corpus, tiny
     assert [m["warm_start/batch"] for m in warm if "warm_start/batch" in m] == [1, 2, 3, 4]
     assert warm[-1]["warm_start/kept"] == 4 and warm[-1]["warm_start/wall_s"] > 0
     assert [m["step"] for m in metrics if "reward" in m] == [1, 2]
+    finished = out / "warm_start"
+    assert (finished / "final" / "config.json").exists() and (finished / "stats.json").exists()
+    assert not list(finished.glob("checkpoint-*")), "a finished warm start keeps only its final weights"
+
+    # Two more GRPO steps from checkpoint-2: the warm start is not played again, its weights become the
+    # KL reference again (TRL would rebuild it from the untrained model), and its logged batches stay.
+    more = tiny_search_overrides(
+        tiny_model_dir, tiny_corpus, tiny_qa, **{**warm_start, "trainer.max_steps": 4}
+    )
+    result = run_cli("train", "--recipe", "search", "-o", str(out), "--resume", *more, timeout_s=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "demonstrations kept" not in result.stdout and "untrained model" not in result.stdout
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["warm_start/batch"] for m in metrics if "warm_start/batch" in m] == [1, 2, 3, 4]
+    assert [m["step"] for m in metrics if "reward" in m] == [1, 2, 3, 4]
 
 
 def test_a_recipe_builds_on_a_base_recipe(tmp_path: Path) -> None:
