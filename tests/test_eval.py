@@ -96,6 +96,23 @@ def searching_model_dir(searching_tiny_model: Any, tmp_path_factory: pytest.Temp
     return folder
 
 
+def task_recipe(model_dir: Path, search_entry: dict[str, object], tmp_path: Path, **sections: object) -> Any:
+    """A recipe over three test questions in a CSV file (columns ask, place), on the searching tiny model."""
+    tasks = tmp_path / "tasks.csv"
+    tasks.write_text("ask,place\n" + "".join(f'"{q}",Draskel\n' for q in TEST_QUESTIONS))
+    return recipe_from_dict(
+        {
+            "model": {"name_or_path": str(model_dir)},
+            "data": {"train": str(tasks), "eval": str(tasks), "answer_column": "place"},
+            "tools": {"mcpServers": {"search": search_entry}},
+            "parser": {"name": "search_r1"},
+            "prompt": {"system": TEST_SYSTEM, "user_template": "{ask}", "tools_in": "template"},
+            **sections,
+        },
+        check_trainer=False,
+    )
+
+
 def test_eval_reports_the_recipes_rewards_and_writes_them_per_episode(
     searching_model_dir: Path,
     search_entry: dict[str, object],
@@ -104,23 +121,16 @@ def test_eval_reports_the_recipes_rewards_and_writes_them_per_episode(
 ) -> None:
     (tmp_path / "task_rewards.py").write_text(REWARDS_FILE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    tasks = tmp_path / "tasks.csv"
-    tasks.write_text("ask,place\n" + "".join(f'"{q}",Draskel\n' for q in TEST_QUESTIONS))
-    recipe = recipe_from_dict(
-        {
-            "model": {"name_or_path": str(searching_model_dir)},
-            "data": {"train": str(tasks), "eval": str(tasks), "answer_column": "place"},
-            "tools": {"mcpServers": {"search": search_entry}},
-            "parser": {"name": "search_r1"},
-            "prompt": {"system": TEST_SYSTEM, "user_template": "{ask}", "tools_in": "template"},
-            "rollout": {"max_turns": 3, "max_new_tokens": 16},
-            "rewards": [
-                {"name": "exact_match", "weight": 1.0},
-                {"name": "task_rewards:place_named", "weight": 0.5},
-                {"name": "task_rewards:needs_a_column_that_is_not_there"},
-            ],
-        },
-        check_trainer=False,
+    recipe = task_recipe(
+        searching_model_dir,
+        search_entry,
+        tmp_path,
+        rollout={"max_turns": 3, "max_new_tokens": 16},
+        rewards=[
+            {"name": "exact_match", "weight": 1.0},
+            {"name": "task_rewards:place_named", "weight": 0.5},
+            {"name": "task_rewards:needs_a_column_that_is_not_there"},
+        ],
     )
     output = tmp_path / "eval.json"
     report = evaluate(recipe, output=output)
@@ -157,19 +167,12 @@ def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired
 ) -> None:
     """``samples`` > 0 plays every task that many times at the recipe's temperature; bench/compare_evals.py
     pairs two reports on the same tasks and bounds their difference."""
-    tasks = tmp_path / "tasks.csv"
-    tasks.write_text("ask,place\n" + "".join(f'"{q}",Draskel\n' for q in TEST_QUESTIONS))
-    recipe = recipe_from_dict(
-        {
-            "model": {"name_or_path": str(searching_model_dir)},
-            "data": {"train": str(tasks), "eval": str(tasks), "answer_column": "place"},
-            "tools": {"mcpServers": {"search": search_entry}},
-            "parser": {"name": "search_r1"},
-            "prompt": {"system": TEST_SYSTEM, "user_template": "{ask}", "tools_in": "template"},
-            "rollout": {"max_turns": 3, "max_new_tokens": 16, "temperature": 5.0},
-            "rewards": [{"name": "exact_match"}],
-        },
-        check_trainer=False,
+    recipe = task_recipe(
+        searching_model_dir,
+        search_entry,
+        tmp_path,
+        rollout={"max_turns": 3, "max_new_tokens": 16, "temperature": 5.0},
+        rewards=[{"name": "exact_match"}],
     )
     greedy = evaluate(recipe, output=tmp_path / "greedy.json")
     sampled = evaluate(recipe, output=tmp_path / "sampled.json", samples=2)
