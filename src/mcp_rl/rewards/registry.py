@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mcp_rl.config.errors import did_you_mean
 from mcp_rl.config.reward_options import (
     BUILTIN_REWARD_OPTIONS,
     FormatOptions,
@@ -29,7 +30,6 @@ from mcp_rl.config.reward_options import (
     RewardOptions,
     ToolVerifyOptions,
 )
-from mcp_rl.config.sections import did_you_mean
 from mcp_rl.errors import ConfigError
 from mcp_rl.rewards.judge import (
     DEFAULT_JUDGE_TEMPLATE,

@@ -176,10 +176,6 @@ class Rubric:
     def weight_of(self) -> dict[str, float]:
         return dict(zip(self.names, self.weights, strict=True))
 
-    def total(self, scores: Mapping[str, float | None]) -> float | None:
-        """The weighted sum TRL trains on (unscored entries left out); None when nothing scored."""
-        return weighted_total({name: scores.get(name) for name in self.names}, self.weight_of)
-
     def score(
         self,
         trajectories: Sequence[Any],
