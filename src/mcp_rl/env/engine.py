@@ -1,8 +1,8 @@
 """The rollout engine: generate → parse → invoke → update, for many trajectories at once.
 
-Two schedules (``rollout.scheduling``). By episode (the default), each episode advances on its own: its calls
-go to the tool pool as soon as its turn is written, and whichever episodes have their observations back
-generate together in one batch, so a slow or hung call delays only its own episode. By turn, every
+Two schedules (``rollout.scheduling``). By episode, each episode advances on its own: its calls go to the
+tool pool as soon as its turn is written, and whichever episodes have their observations back generate
+together in one batch, so a slow or hung call delays only its own episode. By turn (the default), every
 unfinished trajectory generates in one batch, then every call of every trajectory goes out at once, then the
 next turn. Either way each observation is tokenized once and appended with mask 0 after the model's own
 tokens, which are kept exactly as generated. Usable without TRL: evaluation and ``mcp-rl rollout`` drive it
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import queue
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
@@ -58,8 +59,18 @@ class RolloutEngine:
         self.before_after_eos_ids = self._encode(after_eos)
         self.after_ids = self._encode(after)
         self.truncated_ids = self._encode(TRUNCATED)
-        self.last_stats: dict[str, float] = {}
+        self._thread_stats = threading.local()
         self.started = time.perf_counter()  # when the episodes under way started
+
+    @property
+    def last_stats(self) -> dict[str, float]:
+        """The timings of the last rollout this thread ran (a trainer that rolls the next batch out in the
+        background while this one is scored keeps each batch's own)."""
+        return getattr(self._thread_stats, "stats", {})
+
+    @last_stats.setter
+    def last_stats(self, stats: dict[str, float]) -> None:
+        self._thread_stats.stats = stats
 
     # -- the main loop --------------------------------------------------------------------------------
     def rollout(

@@ -288,13 +288,20 @@ class Environment:
 
 def build_generator(rollout: RolloutConfig, model: Any, tokenizer: Any, *, seed: int = 0) -> Generator:
     """The generator ``rollout.backend`` names: transformers on ``model`` itself (reusing attention state
-    across turns unless ``rollout.reuse_cache`` is off), or an in-process vLLM engine started from the
-    weights ``model`` was loaded from (new weights arrive through ``sync``)."""
+    across turns unless ``rollout.reuse_cache`` is off), the same in a second process on a copy of
+    ``model``, or an in-process vLLM engine started from the weights ``model`` was loaded from (new weights
+    arrive through ``sync``)."""
     if rollout.backend == "vllm":
         from mcp_rl.generation.vllm import VLLMGenerator
 
         path = model.config._name_or_path  # the folder (or hub id) the policy was loaded from
         return VLLMGenerator(path, tokenizer=tokenizer, dtype=model.dtype, seed=seed)
+    if rollout.backend == "process":
+        from mcp_rl.generation.process import ProcessGenerator
+
+        return ProcessGenerator(
+            model, tokenizer, batch_size=rollout.batch_size, threads=rollout.generator_threads, seed=seed
+        )
     if rollout.reuse_cache:
         from mcp_rl.generation.cached import CachedTransformersGenerator
 

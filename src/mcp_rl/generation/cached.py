@@ -91,8 +91,11 @@ def weights_version(model: Any) -> int:
 class CachedTransformersGenerator(TransformersGenerator):
     """``TransformersGenerator`` with attention state reused across turns and episodes (see module doc)."""
 
-    def __init__(self, model: Any, tokenizer: Any, batch_size: int | None = None) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, batch_size: int | None = None, *, logprobs: bool = False
+    ) -> None:
         super().__init__(model, tokenizer, batch_size)
+        self.record_logprobs = logprobs  # each sampled token's log-probability, at the sampling temperature
         self.step: int | None = None
         self.version = weights_version(model)
         self.prefix: HeldState | None = None
@@ -203,9 +206,11 @@ class CachedTransformersGenerator(TransformersGenerator):
                 cache.batch_select_indices(rows)
                 logits, mask, positions = logits[rows], mask[rows], positions[rows]
             decoding = Decoding(prompts, mask, positions[:, -1], cache)
+            scored = self.record_logprobs and sampling.temperature > 0
             while True:
                 tokens = self.pick(logits, sampling)
-                if not decoding.advance(tokens.tolist(), self.finished(sampling)):
+                logprobs = self.token_logprobs(logits, tokens, sampling.temperature) if scored else None
+                if not decoding.advance(tokens.tolist(), self.finished(sampling), logprobs):
                     break
                 logits = self.model(
                     input_ids=decoding.tokens(tokens),
@@ -215,10 +220,17 @@ class CachedTransformersGenerator(TransformersGenerator):
                     use_cache=True,
                 ).logits[:, -1]
         generations = []
-        for written in decoding.written:
+        for written, logprobs in zip(decoding.written, decoding.logprobs, strict=True):
             ids, reason = cut_at_stop(written, self.tokenizer, sampling.stop_strings, self.eos_token_ids)
-            generations.append(Generation(ids, reason))
+            generations.append(Generation(ids, reason, logprobs[: len(ids)] if scored else None))
         return generations, decoding.states
+
+    @staticmethod
+    def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float) -> list[float]:
+        """Each row's log-probability of its picked token at ``temperature``, before top-k and top-p: what
+        TRL's loss computes for the same token, so the two can be compared for importance sampling."""
+        scores = torch.log_softmax(logits.float() / temperature, dim=-1)
+        return scores.gather(1, tokens[:, None]).squeeze(1).tolist()
 
     def right_aligned(
         self, prompts: list[list[int]], held: list[int]
@@ -349,14 +361,20 @@ class Decoding:
         self.cache = cache
         self.rows = list(range(len(prompts)))  # batch row → prompt index
         self.written: list[list[int]] = [[] for _ in prompts]
+        self.logprobs: list[list[float]] = [[] for _ in prompts]  # of the written tokens, when recorded
         self.states: list[HeldState] = [HeldState([], []) for _ in prompts]
         self.kept: list[int] = []  # the batch rows (before the last ``advance``) still writing
 
-    def advance(self, tokens: list[int], done: Callable[[list[int]], bool]) -> bool:
-        """Append each row's new token; rows that are done leave. False when no row is left."""
+    def advance(
+        self, tokens: list[int], done: Callable[[list[int]], bool], logprobs: list[float] | None = None
+    ) -> bool:
+        """Append each row's new token (and its log-probability, if given); rows that are done leave. False
+        when no row is left."""
         keep = []
         for row, (index, token) in enumerate(zip(self.rows, tokens, strict=True)):
             self.written[index].append(token)
+            if logprobs is not None:
+                self.logprobs[index].append(logprobs[row])
             if done(self.written[index]):
                 self.states[index] = self.state(row, index)
             else:

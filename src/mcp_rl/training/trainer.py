@@ -19,9 +19,13 @@ observation tokens come back as ``env_mask`` 0, so TRL's loss ignores them. The 
 - what a step learns from (``GRPOStepConfig``): dynamic sampling refills the batch with groups that have a
   reward spread before TRL sees it, negative advantages can be down-weighted, and a step with too few
   informative groups is skipped with Adam's moments untouched (``SkipStepWithoutSignal``);
-- ``reset_reference`` makes the policy as it is (after a warm start) the KL reference.
+- ``reset_reference`` makes the policy as it is (after a warm start) the KL reference;
+- with ``grpo.overlap`` the next batch is rolled out in the background while this one trains
+  (``mcp_rl.training.overlap``), and TRL's importance-sampling correction, which TRL applies for vLLM only,
+  weighs the stale samples (``stale_samples_weighted``).
 
-No private method is overridden.
+One private method is overridden, ``_generate_and_score_completions``: it is where a batch's rows are known
+before the rollout, which dynamic sampling and overlap need (pinned by ``trl>=1.16,<2``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import random
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +54,7 @@ from mcp_rl.errors import ConfigError
 from mcp_rl.generation.trl_vllm import TRLVLLMGenerator
 from mcp_rl.rewards.rubric import Rubric, ScoredBatch
 from mcp_rl.training.lean_forward import LeanScoring
+from mcp_rl.training.overlap import Metrics, RolloutAhead, Rows
 
 COMPLETE_MARKER = "checkpoint-complete"
 
@@ -227,6 +232,7 @@ class MCPGRPOTrainer(GRPOTrainer):
         self._ready: list[Trajectory] | None = None  # episodes dynamic sampling already played for the batch
         self._refill_order: Iterator[int] | None = None
         self.skip_update = False  # the current batch has too few informative groups: no optimizer step
+        self.ahead: RolloutAhead | None = None  # grpo.overlap: the next batch, rolled out while this trains
         self.step_metrics: dict[str, list[float]] = defaultdict(list)  # ours, added to TRL's log line
         train_dataset = environment.with_prompts(train_dataset)
         if kwargs.get("eval_dataset") is not None:
@@ -278,6 +284,18 @@ class MCPGRPOTrainer(GRPOTrainer):
                     self.eos_token_ids,
                     lockstep=args.vllm_mode == "server",
                 )
+            )
+        if self.grpo.overlap:
+            self.check_overlap_possible()
+            self.ahead = RolloutAhead(self.play_rows, lambda: self.environment.engine.last_stats)
+
+    def check_overlap_possible(self) -> None:
+        if self.accelerator.num_processes > 1:
+            raise ConfigError("grpo.overlap runs on one training process only")
+        if not getattr(self.environment.generator, "own_weights", False):
+            raise ConfigError(
+                "grpo.overlap needs a generator with its own copy of the weights, which a rollout can use "
+                "while the policy trains: set rollout.backend: process"
             )
 
     @staticmethod
@@ -357,14 +375,19 @@ class MCPGRPOTrainer(GRPOTrainer):
             "trajectories": trajectories,
         }
 
-    def play(self, prompts: list[Any], rows: list[dict[str, Any]] | None) -> list[Trajectory]:
-        """One episode per prompt with the current weights."""
-        with self.generating():
+    def play(self, prompts: list[Any], rows: Rows | None, *, sync: bool = True) -> list[Trajectory]:
+        """One episode per prompt with the current weights (``sync=False``: those the generator holds)."""
+        with self.weights_for_rollout(sync):
             return self.environment.engine.rollout(prompts, rows=rows)
+
+    def weights_for_rollout(self, sync: bool) -> AbstractContextManager[None]:
+        return self.generating() if sync else nullcontext()
 
     @contextmanager
     def generating(self) -> Iterator[None]:
         """The current weights in the generator for the episodes played inside the block."""
+        if self.ahead is not None:  # a rollout under way must not have its weights replaced
+            self.ahead.wait()
         # Sharded weights (ZeRO-3, FSDP) are gathered for generation: every forward pass would otherwise be a
         # collective that all ranks must join, and ranks finish their episodes at different turns.
         with unwrap_model_for_generation(
@@ -391,13 +414,17 @@ class MCPGRPOTrainer(GRPOTrainer):
                 rows.append(row)
         return rows
 
-    def dynamic_batch(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def dynamic_batch(
+        self, inputs: Rows, metrics: Metrics | None = None, *, sync: bool = True
+    ) -> tuple[Rows, list[Trajectory]]:
         """DAPO's dynamic sampling: the batch's rows with every group lacking a reward spread replaced by a
         group of an unseen training question that has one, as far as ``max_extra_rollouts`` allows; the
         rest filled with dropped groups. The episodes are kept for ``rollout`` and their scores for TRL's
         call (``TRLRewards.score_ahead``), so neither is produced twice. By episode, a group is judged as
         soon as its episodes ended and its replacement starts while the others run; by turn, in whole
-        rounds."""
+        rounds. Returns the chosen rows and their episodes; ``metrics`` (default: this step's) gets the
+        rollouts spent and the share of groups without spread."""
+        metrics = self.step_metrics if metrics is None else metrics
         seen = {prompt_key(row) for row in inputs}
         refill = GroupRefill(
             self.num_generations,
@@ -408,36 +435,36 @@ class MCPGRPOTrainer(GRPOTrainer):
         )
         try:
             if self.environment.engine.by_episode:
-                self.refill_overlapping(refill, inputs)
+                self.refill_overlapping(refill, inputs, sync)
             else:
-                self.refill_in_rounds(refill, inputs)
+                self.refill_in_rounds(refill, inputs, sync)
         except BaseException:  # nothing will train on these: their servers stop, their scores go
             self.discard([episode for group in refill.groups for episode in group.episodes])
             raise
         for group in refill.surplus():
             self.discard(group.episodes)
         chosen = refill.chosen()
-        self.step_metrics["dynamic_sampling/extra_rollouts"].append(float(refill.spent))
-        self.step_metrics["dynamic_sampling/zero_std_share"].append(refill.zero_std_share())
-        self.step_metrics["dynamic_sampling/groups_kept"].append(float(min(len(refill.kept), refill.wanted)))
-        self._ready = [episode for group in chosen for episode in group.episodes]
-        return [row for group in chosen for row in group.rows]
+        metrics["dynamic_sampling/extra_rollouts"].append(float(refill.spent))
+        metrics["dynamic_sampling/zero_std_share"].append(refill.zero_std_share())
+        metrics["dynamic_sampling/groups_kept"].append(float(min(len(refill.kept), refill.wanted)))
+        episodes = [episode for group in chosen for episode in group.episodes]
+        return [row for group in chosen for row in group.rows], episodes
 
-    def refill_in_rounds(self, refill: GroupRefill, rows: list[dict[str, Any]]) -> None:
+    def refill_in_rounds(self, refill: GroupRefill, rows: Rows, sync: bool) -> None:
         """Play every candidate group, judge them all, then the round of replacements, until none is due."""
         while rows:
-            episodes = self.play([row["prompt"] for row in rows], rows)
+            episodes = self.play([row["prompt"] for row in rows], rows, sync=sync)
             refill.judge(refill.add(rows, episodes))
             rows = refill.replacements(running=0)
 
-    def refill_overlapping(self, refill: GroupRefill, rows: list[dict[str, Any]]) -> None:
+    def refill_overlapping(self, refill: GroupRefill, rows: Rows, sync: bool) -> None:
         """Play the batch by episode, each group judged once it ended and replaced while the others run."""
         engine = self.environment.engine
 
         def start(group_rows: Sequence[dict[str, Any]]) -> list[Trajectory]:
             return engine.start([row["prompt"] for row in group_rows], 1, group_rows)
 
-        with self.generating():
+        with self.weights_for_rollout(sync):
             engine.rollout_from(OverlappingRefill(refill, start, rows))
 
     def discard(self, episodes: Sequence[Trajectory]) -> None:
@@ -449,17 +476,72 @@ class MCPGRPOTrainer(GRPOTrainer):
         # TRL hands `rollout_func` the prompts alone; the rows' other columns are what per-episode servers'
         # `setup` paths name (`{column}`), so the rows are kept for the rollout this call makes.
         training = self.model.training
-        if training and self.grpo.dynamic_sampling:
-            inputs = self.dynamic_batch(inputs)
+        if training and self.ahead is not None:
+            inputs = self.overlapped_batch(inputs)
+        elif training and self.grpo.dynamic_sampling:
+            inputs, self._ready = self.dynamic_batch(inputs)
         self._batch_rows = inputs
         try:
-            output = super()._generate_and_score_completions(inputs)
+            with self.stale_samples_weighted(training):
+                output = super()._generate_and_score_completions(inputs)
         finally:
             self._batch_rows = None
             self._ready = None
         if training:
             self.weigh_advantages(output)
         return output
+
+    # -- overlap --------------------------------------------------------------------------------------
+    def overlapped_batch(self, inputs: Rows) -> Rows:
+        """With ``grpo.overlap``: the rows of the batch rolled out during the last step (its episodes kept
+        for ``rollout``), and this call's rows started in the background with the weights as they are now.
+        The first call (of a run, or after a resume) plays its rows at once and starts a batch of training
+        rows of its own drawing, so that TRL's batches all train, each one step later."""
+        assert self.ahead is not None
+        played = self.ahead.take()
+        upcoming = inputs
+        if played is None:
+            with self.generating():
+                played = self.ahead.played(inputs, self.state.global_step)
+            upcoming = self.drawn_batch(len(inputs))
+        with self.generating():  # the weights of this step, for the rollout that starts now
+            pass
+        self.ahead.start(upcoming, self.state.global_step)
+        self.environment.engine.last_stats = played.stats
+        for name, values in played.metrics.items():
+            self.step_metrics[name].extend(values)
+        self._ready = played.episodes
+        return played.rows
+
+    def play_rows(self, rows: Rows, metrics: Metrics) -> tuple[Rows, list[Trajectory]]:
+        """A batch's rows played with the weights the generator holds (dynamic sampling's, if on)."""
+        if self.grpo.dynamic_sampling:
+            return self.dynamic_batch(rows, metrics, sync=False)
+        return rows, self.play([row["prompt"] for row in rows], rows, sync=False)
+
+    def drawn_batch(self, size: int) -> Rows:
+        """``size`` rows as TRL lays out a batch: distinct training rows, each once per generation."""
+        rows = self.fresh_rows(size // self.num_generations, set())
+        return [row for row in rows for _ in range(self.num_generations)]
+
+    @contextmanager
+    def stale_samples_weighted(self, training: bool) -> Iterator[None]:
+        """With ``grpo.overlap``, TRL's importance-sampling correction while it scores a batch and computes
+        its loss: each token's loss weighed by the current policy's probability over the sampling policy's
+        (``trainer.vllm_importance_sampling_mode``, truncated or masked at ``_clip_max``/``_clip_min``).
+
+        TRL applies it only for its own vLLM generation, behind ``use_vllm``, and then syncs vLLM's weights
+        at each new step; the gate is opened for the block with that sync marked done.
+        """
+        if self.ahead is None or not training:
+            yield
+            return
+        saved = self.use_vllm, getattr(self, "_last_loaded_step", None)
+        self.use_vllm, self._last_loaded_step = True, self.state.global_step
+        try:
+            yield
+        finally:
+            self.use_vllm, self._last_loaded_step = saved
 
     def weigh_advantages(self, output: dict[str, Any]) -> None:
         """Count the batch's informative groups (some advantage not 0), decide whether the step is skipped,
@@ -490,16 +572,19 @@ class MCPGRPOTrainer(GRPOTrainer):
         """TRL's loss on the micro-batch without the columns that are padding in all of its rows, scoring only
         the tokens the loss reads (model-written completion tokens)."""
         inputs = trim_padding(inputs)
-        if self.lean_scoring is None:
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        loss_mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
-        with self.lean_scoring.reading(loss_mask):
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        with self.stale_samples_weighted(self.model.training):
+            if self.lean_scoring is None:
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            loss_mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+            with self.lean_scoring.reading(loss_mask):
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
     # -- lifetime -------------------------------------------------------------------------------------
     def train(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().train(*args, **kwargs)
         finally:
+            if self.ahead is not None:  # the batch rolled out for a step that will not come
+                self.ahead.close(self.discard)
             if self.close_environment:
                 self.environment.close()
