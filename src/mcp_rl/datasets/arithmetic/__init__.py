@@ -9,7 +9,12 @@ golden value is never computed twice in two ways. Kinds: one operation (``add``,
 every value is an integer or a short decimal, so the answer is one unambiguous number.
 
 Files: ``train.jsonl`` / ``test.jsonl``, one row a line: ``{"id", "question", "golden_answers": [value],
-"expression", "kind", "steps"}``. Seed 0 with the default sizes is the copy shipped next to this file.
+"expression", "kind", "steps"}``. ``train_varied.jsonl`` holds the same training problems (ids, numbers,
+expressions, answers), each phrased anew (:mod:`.phrasings`): every kind has one template in ``train`` and
+``test``, so a model trained on them can learn the template instead of the arithmetic; the varied split
+tells each problem in other settings, sentence orders and verbs, which the test split never uses (a recipe
+picks it with ``data.train_split: train_varied``). Seed 0 with the default sizes is the copy shipped next to
+this file.
 
 Command line: ``python -m mcp_rl.datasets.arithmetic --seed 1 --out DIR`` (another seed: new numbers and
 items, the same kinds of problem).
@@ -25,8 +30,9 @@ from fractions import Fraction
 from pathlib import Path
 
 from mcp_rl.datasets import write_jsonl
+from mcp_rl.datasets.arithmetic.phrasings import vary_training_phrasings
 
-SPLITS = ("train", "test")
+SPLITS = ("train", "train_varied", "test")
 
 # (container, plural, item) for the counting problems; (item, lowest and highest price in cents) for shops.
 _CONTAINERS = [
@@ -176,7 +182,8 @@ KINDS: dict[str, Callable[[random.Random], Problem]] = {
 
 
 def generate(seed: int = 0, n_train: int = 2000, n_test: int = 300) -> dict[str, list[dict[str, object]]]:
-    """``{"train": rows, "test": rows}``: the kinds in turn, numbers from ``Random(seed)``, no repeats."""
+    """``{"train": rows, "test": rows, "train_varied": rows}``: the kinds in turn, numbers from
+    ``Random(seed)``, no repeats; ``train_varied`` is ``train`` phrased anew."""
     rng = random.Random(seed)
     names = list(KINDS)
     seen: set[str] = set()
@@ -210,11 +217,13 @@ def generate(seed: int = 0, n_train: int = 2000, n_test: int = 300) -> dict[str,
             }
             for i, row in enumerate(part)
         ]
+    # A generator of its own, so train and test stay as they were before this split existed.
+    out["train_varied"] = vary_training_phrasings(random.Random(f"training phrasings {seed}"), out["train"])
     return out
 
 
 def write(out_dir: str | Path, seed: int = 0, n_train: int = 2000, n_test: int = 300) -> Path:
-    """Write ``train.jsonl`` and ``test.jsonl`` for ``seed`` into ``out_dir`` (created if needed)."""
+    """Write a ``.jsonl`` per split for ``seed`` into ``out_dir`` (created if needed)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for split, rows in generate(seed, n_train, n_test).items():
@@ -227,9 +236,9 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         prog="python -m mcp_rl.datasets.arithmetic", description="Generate arithmetic word problems."
     )
     parser.add_argument("--seed", type=int, default=0, help="Random seed (0 is the shipped copy).")
-    parser.add_argument("--out", required=True, help="Output folder for train/test .jsonl files.")
+    parser.add_argument("--out", required=True, help="Output folder for the .jsonl file of each split.")
     parser.add_argument("--n-train", type=int, default=2000)
     parser.add_argument("--n-test", type=int, default=300)
     args = parser.parse_args(argv)
     path = write(args.out, args.seed, args.n_train, args.n_test)
-    out(f"wrote {args.n_train} train and {args.n_test} test problems to {path}")
+    out(f"wrote {args.n_train} train (and as many varied) and {args.n_test} test problems to {path}")
