@@ -11,6 +11,7 @@ import time
 
 import pytest
 import torch
+from conftest import run_cli
 from test_cached_generation import STOPS, drive
 from tiny import TEST_QUESTIONS, searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
 from tiny_models import tiny_model_and_tokenizer
@@ -134,3 +135,10 @@ def test_overlap_needs_a_generator_with_its_own_weights(searching_tiny_model, po
     model, tokenizer = copy.deepcopy(searching_tiny_model[0]), searching_tiny_model[1]
     with pytest.raises(ConfigError, match=r"rollout\.backend: process"):
         overlapping_trainer(model, tokenizer, pool, tmp_path, steps=1, backend="transformers")
+
+
+def test_a_recipe_asking_for_overlap_without_a_process_generator_is_one_line_before_any_model_loads():
+    done = run_cli("train", "--recipe", "search", "--set", "grpo.overlap=true", "-o", "unused", timeout_s=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "grpo.overlap" in lines[0] and "rollout.backend: process" in lines[0]

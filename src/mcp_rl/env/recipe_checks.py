@@ -25,7 +25,7 @@ __all__ = ["check_recipe", "recipe_servers"]
 
 def check_recipe(recipe: Recipe) -> None:
     """Raise the first ``RecipeError`` building ``recipe`` would meet: rewards, warm-start demonstrations,
-    parser options, then server entries."""
+    parser options, overlap without a generator of its own, then server entries."""
     for i, reward in enumerate(recipe.rewards):
         _check_reward(reward, f"rewards[{i}].name")
     demonstrations = recipe.warm_start.demonstrations
@@ -35,6 +35,11 @@ def check_recipe(recipe: Recipe) -> None:
         build_parser(recipe.parser.name, **recipe.parser.options)
     except ValueError as error:
         raise RecipeError(f"parser.options: {error}") from None
+    if recipe.grpo.overlap and recipe.rollout.backend != "process":  # else found only once the model loaded
+        raise RecipeError(
+            f"grpo.overlap needs a generator with its own copy of the weights, but rollout.backend is "
+            f"{recipe.rollout.backend}: set rollout.backend: process"
+        )
     recipe_servers(recipe)  # a bad server entry fails here, not minutes later when servers start
 
 
