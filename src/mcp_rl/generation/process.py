@@ -45,7 +45,7 @@ def serve(connection: Connection, replica: Any, tokenizer: Any, options: dict[st
         torch.set_num_threads(options["threads"])
     torch.manual_seed(options["seed"])
     generator = CachedTransformersGenerator(replica, tokenizer, options["batch_size"], logprobs=True)
-    connection.send(("ok", os.getpid()))
+    connection.send(("ok", None))  # started
     while True:
         try:
             kind, payload = connection.recv()
@@ -124,28 +124,34 @@ class ProcessGenerator:
         )
         self.process.start()
         child.close()
-        self.pid = self.request("start", None, timeout=start_timeout)
+        self.reply("start", timeout=start_timeout)
 
-    def request(self, kind: str, payload: Any, *, timeout: float | None = None) -> Any:
+    def request(self, kind: str, payload: Any) -> Any:
         """Send one request and wait for its reply, failing at once if the worker dies meanwhile."""
         with self.lock:
+            if not self.process.is_alive():
+                raise self.died()
             try:
-                if kind != "start":
-                    if not self.process.is_alive():
-                        raise self.died()
-                    self.connection.send((kind, payload))
-                waited = 0.0
-                while not self.connection.poll(1.0):
-                    waited += 1.0
-                    if not self.process.is_alive():
-                        raise self.died()
-                    if timeout is not None and waited >= timeout:
-                        raise GeneratorProcessError(
-                            f"the generator process did not answer {kind!r} in {timeout:g} s"
-                        )
-                status, reply = self.connection.recv()
-            except (EOFError, OSError):  # the pipe broke: the worker is gone or going
+                self.connection.send((kind, payload))
+            except OSError:  # the pipe broke: the worker is gone or going
                 raise self.died() from None
+            return self.reply(kind)
+
+    def reply(self, kind: str, *, timeout: float | None = None) -> Any:
+        """The worker's answer to ``kind``, polled so that its death ends the wait."""
+        waited = 0.0
+        try:
+            while not self.connection.poll(1.0):
+                waited += 1.0
+                if not self.process.is_alive():
+                    raise self.died()
+                if timeout is not None and waited >= timeout:
+                    raise GeneratorProcessError(
+                        f"the generator process did not answer {kind!r} in {timeout:g} s"
+                    )
+            status, reply = self.connection.recv()
+        except (EOFError, OSError):  # the pipe broke: the worker is gone or going
+            raise self.died() from None
         if status == "error":
             raise GeneratorProcessError(f"the generator process failed {kind!r}:\n{reply}")
         return reply

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent import futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_rl.env.trajectory import Trajectory
@@ -31,8 +31,8 @@ class PlayedBatch:
 
     rows: Rows
     episodes: list[Trajectory]
-    stats: dict[str, float] = field(default_factory=dict)  # the engine's timings of the rollout
-    metrics: Metrics = field(default_factory=lambda: defaultdict(list))  # what its rollout logged
+    stats: dict[str, float]  # the engine's timings of the rollout
+    metrics: Metrics  # what its rollout logged for the step that trains it
 
 
 class RolloutAhead:

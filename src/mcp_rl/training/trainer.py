@@ -500,13 +500,11 @@ class MCPGRPOTrainer(GRPOTrainer):
         assert self.ahead is not None
         played = self.ahead.take()
         upcoming = inputs
-        if played is None:
-            with self.generating():
+        with self.generating():  # this step's weights, for what is played now and what starts now
+            if played is None:
                 played = self.ahead.played(inputs, self.state.global_step)
-            upcoming = self.drawn_batch(len(inputs))
-        with self.generating():  # the weights of this step, for the rollout that starts now
-            pass
-        self.ahead.start(upcoming, self.state.global_step)
+                upcoming = self.drawn_batch(len(inputs))
+            self.ahead.start(upcoming, self.state.global_step)
         self.environment.engine.last_stats = played.stats
         for name, values in played.metrics.items():
             self.step_metrics[name].extend(values)
