@@ -52,7 +52,8 @@ def test_the_process_generator_writes_what_the_policy_would_and_follows_its_weig
         assert drive(generator, tokenizer, greedy) == drive(in_process, tokenizer, greedy)
 
         # Each sampled token comes with its log-probability at the sampling temperature, as TRL scores it,
-        # under the weights of the last `sync`: an optimizer step reaches the worker then, not before.
+        # under the weights of the last `sync`: a change of the weights reaches the worker then, not before,
+        # even one that no step number announces (the same step 0 again).
         prompt = tokenizer.encode("<|im_start|>user\nWhere is the fox?<|im_end|>\n<|im_start|>assistant\n")
         sampling = SamplingParams(max_new_tokens=10, temperature=0.8)
         old = copy.deepcopy(model)
@@ -60,8 +61,9 @@ def test_the_process_generator_writes_what_the_policy_would_and_follows_its_weig
             noise = torch.Generator().manual_seed(0)
             for parameter in model.parameters():
                 parameter.add_(0.05 * torch.randn(parameter.shape, generator=noise))
-        for step, policy, other in [(0, old, model), (1, model, old)]:
-            generator.sync(model, step=step)  # step 0 again: nothing is copied
+        for synced, policy, other in [(False, old, model), (True, model, old)]:
+            if synced:
+                generator.sync(model, step=0)
             for generation in generator.generate([prompt] * 3, sampling):
                 assert generation.logprobs is not None
                 assert len(generation.logprobs) == len(generation.token_ids) > 0
