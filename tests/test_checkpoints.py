@@ -8,8 +8,7 @@ import json
 from conftest import run_cli
 from tiny import tiny_search_overrides as overrides
 
-from mcp_rl.training.checkpoints import checkpoint_contents, optimizer_files
-from mcp_rl.training.trainer import last_complete_checkpoint
+from mcp_rl.training.checkpoints import checkpoint_contents, last_complete_checkpoint, optimizer_files
 
 
 def test_only_the_newest_checkpoint_keeps_its_optimizer_state_and_a_resume_continues(

@@ -92,7 +92,7 @@ def test_the_loss_skips_columns_that_are_padding_in_every_row_and_is_unchanged(
 ):
     from trl import GRPOTrainer
 
-    from mcp_rl.training.trainer import trim_padding
+    from mcp_rl.training.lean_forward import trim_padding
 
     model, tokenizer = searching_tiny_model
     with searching_trainer(model, tokenizer, search_entry, tmp_path / "out") as trainer:

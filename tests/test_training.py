@@ -21,8 +21,8 @@ from transformers import AutoModelForCausalLM
 from mcp_rl.config.recipe import load_recipe
 from mcp_rl.errors import DataError
 from mcp_rl.generation.models import train_top_layers
+from mcp_rl.training.checkpoints import COMPLETE_MARKER, last_complete_checkpoint
 from mcp_rl.training.run import grpo_config, training_dataset
-from mcp_rl.training.trainer import COMPLETE_MARKER, last_complete_checkpoint
 
 
 def mcp_rl(*args: str) -> subprocess.CompletedProcess[str]:

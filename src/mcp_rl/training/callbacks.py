@@ -1,4 +1,5 @@
-"""Training callbacks: each log line to ``metrics.jsonl``; one progress bar with the numbers that matter."""
+"""Training callbacks: each log line to ``metrics.jsonl``; one progress bar with the numbers that matter; the
+optimizer step of a batch without signal skipped."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
+
+if TYPE_CHECKING:
+    from mcp_rl.training.trainer import MCPGRPOTrainer
 
 
 def reward_means(logs: Mapping[str, Any]) -> list[tuple[str, float]]:
@@ -88,3 +92,20 @@ class RunProgress(TrainerCallback):
         if self.bar is not None:
             self.bar.n = state.global_step
             self.bar.close()
+
+
+class SkipStepWithoutSignal(TrainerCallback):
+    """Drops every gradient before the optimizer step of a batch the trainer marked as without signal.
+
+    ``torch.optim`` Adam and AdamW pass over parameters whose ``grad`` is None: no moment decays, no step
+    count advances, no weight (nor weight decay) moves. A zero gradient instead would still step along the
+    momentum of earlier batches.
+    """
+
+    def __init__(self, trainer: MCPGRPOTrainer) -> None:
+        self.trainer = trainer
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        if self.trainer.skip_update and model is not None:
+            for parameter in model.parameters():
+                parameter.grad = None

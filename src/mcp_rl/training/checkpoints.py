@@ -1,4 +1,9 @@
-"""What a training checkpoint holds, and keeping the optimizer state only where ``--resume`` reads it.
+"""Checkpoints: when one is complete, what it holds, and keeping the optimizer state only where
+``--resume`` reads it.
+
+``CheckpointMarker`` writes ``checkpoint-complete`` into a ``checkpoint-N/`` once transformers has saved all
+of it; a run killed mid-save leaves a folder without it, which a resume removes
+(``remove_incomplete_checkpoints``) and never resumes from (``last_complete_checkpoint``).
 
 transformers' ``Trainer`` writes into every ``checkpoint-N/`` the model's weights (under LoRA its adapters),
 the optimizer state (AdamW keeps two moments per trainable weight, in fp32: twice the
@@ -11,13 +16,53 @@ fresh optimizer moments).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
-from mcp_rl.training.trainer import COMPLETE_MARKER, last_complete_checkpoint
+COMPLETE_MARKER = "checkpoint-complete"
+
+
+def complete_checkpoints(output_dir: str | Path) -> dict[int, Path]:
+    """Every ``checkpoint-N`` folder of ``output_dir`` whose save finished, by step."""
+    return {
+        int(path.name.split("-")[-1]): path
+        for path in Path(output_dir).glob("checkpoint-*")
+        if path.name.split("-")[-1].isdigit() and (path / COMPLETE_MARKER).exists()
+    }
+
+
+def last_complete_checkpoint(output_dir: str | Path) -> str | None:
+    """The newest ``checkpoint-N`` folder whose save finished, or None."""
+    complete = complete_checkpoints(output_dir)
+    return str(complete[max(complete)]) if complete else None
+
+
+def remove_incomplete_checkpoints(output_dir: Path) -> None:
+    """Delete the checkpoint folders a killed save left unmarked: written into again, they would keep their
+    half-written files (a 538 MB temporary one, once), and then be marked complete."""
+    for folder in output_dir.glob("checkpoint-*"):
+        if folder.is_dir() and not (folder / COMPLETE_MARKER).exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+class CheckpointMarker(TrainerCallback):
+    """Marks ``checkpoint-N`` complete after transformers wrote all of it (weights, optimizer, RNG state).
+
+    ``on_save`` fires once the whole save has finished; a run killed mid-save leaves a folder without the
+    marker, and resuming skips it (``last_complete_checkpoint``), so a crash never resumes from
+    half-written weights.
+    """
+
+    def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if args.should_save:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir():
+                (folder / COMPLETE_MARKER).write_text(str(state.global_step))
+
 
 OPTIMIZER_PATTERNS = ("optimizer.pt", "optimizer.bin", "rank*-of-*-optimizer.pt")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -65,12 +110,8 @@ def describe_checkpoint(folder: str | Path) -> str:
 
 def run_checkpoints(output_dir: str | Path) -> dict[str, dict[str, int]]:
     """Every complete checkpoint of a run folder → its bytes by part (for ``summary.json``)."""
-    steps = {
-        int(p.name.split("-")[-1]): p
-        for p in Path(output_dir).glob("checkpoint-*")
-        if p.name.split("-")[-1].isdigit() and (p / COMPLETE_MARKER).exists()
-    }
-    return {steps[step].name: checkpoint_contents(steps[step]) for step in sorted(steps)}
+    complete = complete_checkpoints(output_dir)
+    return {complete[step].name: checkpoint_contents(complete[step]) for step in sorted(complete)}
 
 
 class OptimizerStateInNewestOnly(TrainerCallback):

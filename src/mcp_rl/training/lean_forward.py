@@ -43,6 +43,52 @@ CHUNK_POSITIONS = 1024
 MIN_SHARED_PREFIX = 16
 
 
+# What TRL lays out along the prompt and along the completion (one row per episode).
+PROMPT_KEYS = ("prompt_ids", "prompt_mask")
+COMPLETION_KEYS = (
+    "completion_ids",
+    "completion_mask",
+    "tool_mask",
+    "advantages",
+    "old_per_token_logps",
+    "sampling_per_token_logps",
+    "ref_per_token_logps",
+    "importance_sampling_ratio",
+)
+
+
+def trim_padding(inputs: dict[str, Any]) -> dict[str, Any]:
+    """``inputs`` without the prompt's leading and the completion's trailing columns that are padding in
+    every row.
+
+    TRL pads a whole generation batch to its longest prompt (on the left) and longest completion (on the
+    right), then computes the loss a micro-batch at a time: a micro-batch of short episodes would run the
+    model over columns that are padding in all of its rows (a third of the completion columns in a records
+    run). Padding is masked out of attention and loss, so dropping it changes no token's value beyond float
+    rounding (positions shift alike for every token, and rotary attention sees only their differences).
+    Inputs holding any other per-token tensor (images, token types) are left as they are.
+    """
+    prompt_mask, completion_mask = inputs["prompt_mask"], inputs["completion_mask"]
+    completion_width = completion_mask.size(1)
+    known = {*PROMPT_KEYS, *COMPLETION_KEYS}
+    if any(torch.is_tensor(v) and v.dim() >= 2 and k not in known for k, v in inputs.items()):
+        return inputs
+    used_prompt = prompt_mask.any(0).nonzero()
+    used_completion = completion_mask.any(0).nonzero()
+    start = int(used_prompt[0]) if len(used_prompt) else 0
+    end = int(used_completion[-1]) + 1 if len(used_completion) else completion_width
+    if start == 0 and end == completion_width:
+        return inputs
+    trimmed = dict(inputs)
+    for key in PROMPT_KEYS:
+        trimmed[key] = inputs[key][:, start:]
+    for key in COMPLETION_KEYS:
+        value = inputs.get(key)
+        if torch.is_tensor(value) and value.dim() == 2 and value.size(1) == completion_width:
+            trimmed[key] = value[:, :end]
+    return trimmed
+
+
 @dataclass
 class ScoredTokens:
     """What TRL reads from a fused forward: per-token log-probabilities and entropies, shaped like

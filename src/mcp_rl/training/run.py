@@ -33,11 +33,16 @@ from mcp_rl.errors import ConfigError, DataError
 from mcp_rl.generation.models import cpu_supports_bf16, load_model, train_top_layers
 from mcp_rl.tools.server_logs import command_server_log
 from mcp_rl.training.callbacks import MetricsFile, RunProgress
-from mcp_rl.training.checkpoints import OptimizerStateInNewestOnly, run_checkpoints
+from mcp_rl.training.checkpoints import (
+    OptimizerStateInNewestOnly,
+    last_complete_checkpoint,
+    remove_incomplete_checkpoints,
+    run_checkpoints,
+)
 from mcp_rl.training.plots import plot_metrics, read_metrics
 from mcp_rl.training.probes import DriftProbes, probe_demonstrations
 from mcp_rl.training.sft import completed_batches, load_warm_start
-from mcp_rl.training.trainer import COMPLETE_MARKER, MCPGRPOTrainer, last_complete_checkpoint
+from mcp_rl.training.trainer import MCPGRPOTrainer
 from mcp_rl.training.warm_start import warm_start
 
 
@@ -283,11 +288,8 @@ def prepare_output(output: Path, recipe: Recipe, *, resume: bool, checkpoint: st
     """The run folder's files, once everything is checked: the resolved recipe, logs fit for a resume."""
     if resume and checkpoint is None:
         print(f"no complete checkpoint in {output}: starting from the beginning")
-    if resume:  # a save killed midway left a folder without the marker: it would be written into again,
-        # keeping its half-written files (a 538 MB temporary one, once), and then be marked complete
-        for folder in output.glob("checkpoint-*"):
-            if folder.is_dir() and not (folder / COMPLETE_MARKER).exists():
-                shutil.rmtree(folder, ignore_errors=True)
+    if resume:
+        remove_incomplete_checkpoints(output)
     if checkpoint is None:  # a resumed warm start keeps the batches it will not train again
         done = completed_batches(output / "warm_start") if resume else 0
         _keep_warm_start_batches(output / "metrics.jsonl", done)

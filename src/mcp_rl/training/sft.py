@@ -40,8 +40,12 @@ from trl import SFTConfig, SFTTrainer
 from mcp_rl.config.sections import WarmStartConfig
 from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.generation.models import cpu_supports_bf16
+from mcp_rl.training.checkpoints import (
+    CheckpointMarker,
+    last_complete_checkpoint,
+    remove_incomplete_checkpoints,
+)
 from mcp_rl.training.lean_forward import supervised_loss
-from mcp_rl.training.trainer import COMPLETE_MARKER, CheckpointMarker, last_complete_checkpoint
 
 FINAL = "final"  # the finished warm start's model folder
 STATS = "stats.json"  # written last: its presence means the warm start finished
@@ -394,9 +398,7 @@ def prepare_folder(trainer: DemonstrationTrainer, output_dir: Path, *, resume: b
     if trainer.args.should_save:
         if not resume:
             shutil.rmtree(output_dir, ignore_errors=True)
-        for folder in output_dir.glob("checkpoint-*"):
-            if folder.is_dir() and not (folder / COMPLETE_MARKER).exists():
-                shutil.rmtree(folder, ignore_errors=True)
+        remove_incomplete_checkpoints(output_dir)
     trainer.accelerator.wait_for_everyone()
     return last_complete_checkpoint(output_dir) if resume else None
 

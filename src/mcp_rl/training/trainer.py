@@ -42,7 +42,6 @@ from typing import Any
 
 import torch
 from accelerate.utils import gather_object
-from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 from trl.models import unwrap_model_for_generation
 
@@ -53,101 +52,10 @@ from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.errors import ConfigError
 from mcp_rl.generation.trl_vllm import TRLVLLMGenerator
 from mcp_rl.rewards.rubric import Rubric, ScoredBatch
-from mcp_rl.training.lean_forward import LeanScoring
+from mcp_rl.training.callbacks import SkipStepWithoutSignal
+from mcp_rl.training.checkpoints import CheckpointMarker
+from mcp_rl.training.lean_forward import LeanScoring, trim_padding
 from mcp_rl.training.overlap import Metrics, RolloutAhead, Rows
-
-COMPLETE_MARKER = "checkpoint-complete"
-
-
-def last_complete_checkpoint(output_dir: str | Path) -> str | None:
-    """The newest ``checkpoint-N`` folder whose save finished, or None."""
-    folder = Path(output_dir)
-    if not folder.is_dir():
-        return None
-    complete = [
-        (int(path.name.split("-")[-1]), path)
-        for path in folder.glob("checkpoint-*")
-        if path.name.split("-")[-1].isdigit() and (path / COMPLETE_MARKER).exists()
-    ]
-    return str(max(complete)[1]) if complete else None
-
-
-# What TRL lays out along the prompt and along the completion (one row per episode).
-PROMPT_KEYS = ("prompt_ids", "prompt_mask")
-COMPLETION_KEYS = (
-    "completion_ids",
-    "completion_mask",
-    "tool_mask",
-    "advantages",
-    "old_per_token_logps",
-    "sampling_per_token_logps",
-    "ref_per_token_logps",
-    "importance_sampling_ratio",
-)
-
-
-def trim_padding(inputs: dict[str, Any]) -> dict[str, Any]:
-    """``inputs`` without the prompt's leading and the completion's trailing columns that are padding in
-    every row.
-
-    TRL pads a whole generation batch to its longest prompt (on the left) and longest completion (on the
-    right), then computes the loss a micro-batch at a time: a micro-batch of short episodes would run the
-    model over columns that are padding in all of its rows (a third of the completion columns in a records
-    run). Padding is masked out of attention and loss, so dropping it changes no token's value beyond float
-    rounding (positions shift alike for every token, and rotary attention sees only their differences).
-    Inputs holding any other per-token tensor (images, token types) are left as they are.
-    """
-    prompt_mask, completion_mask = inputs["prompt_mask"], inputs["completion_mask"]
-    completion_width = completion_mask.size(1)
-    known = {*PROMPT_KEYS, *COMPLETION_KEYS}
-    if any(torch.is_tensor(v) and v.dim() >= 2 and k not in known for k, v in inputs.items()):
-        return inputs
-    used_prompt = prompt_mask.any(0).nonzero()
-    used_completion = completion_mask.any(0).nonzero()
-    start = int(used_prompt[0]) if len(used_prompt) else 0
-    end = int(used_completion[-1]) + 1 if len(used_completion) else completion_width
-    if start == 0 and end == completion_width:
-        return inputs
-    trimmed = dict(inputs)
-    for key in PROMPT_KEYS:
-        trimmed[key] = inputs[key][:, start:]
-    for key in COMPLETION_KEYS:
-        value = inputs.get(key)
-        if torch.is_tensor(value) and value.dim() == 2 and value.size(1) == completion_width:
-            trimmed[key] = value[:, :end]
-    return trimmed
-
-
-class CheckpointMarker(TrainerCallback):
-    """Marks ``checkpoint-N`` complete after transformers wrote all of it (weights, optimizer, RNG state).
-
-    ``on_save`` fires once the whole save has finished; a run killed mid-save leaves a folder without the
-    marker, and resuming skips it (``last_complete_checkpoint``), so a crash never resumes from
-    half-written weights.
-    """
-
-    def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        if args.should_save:
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if folder.is_dir():
-                (folder / COMPLETE_MARKER).write_text(str(state.global_step))
-
-
-class SkipStepWithoutSignal(TrainerCallback):
-    """Drops every gradient before the optimizer step of a batch the trainer marked as without signal.
-
-    ``torch.optim`` Adam and AdamW pass over parameters whose ``grad`` is None: no moment decays, no step
-    count advances, no weight (nor weight decay) moves. A zero gradient instead would still step along the
-    momentum of earlier batches.
-    """
-
-    def __init__(self, trainer: MCPGRPOTrainer) -> None:
-        self.trainer = trainer
-
-    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
-        if self.trainer.skip_update and model is not None:
-            for parameter in model.parameters():
-                parameter.grad = None
 
 
 def check_sampling_agrees(rollout: RolloutConfig, args: GRPOConfig) -> None:
