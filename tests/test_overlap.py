@@ -15,6 +15,7 @@ from conftest import run_cli
 from test_cached_generation import STOPS, drive
 from tiny import TEST_QUESTIONS, searching_trainer_kwargs, tiny_dataset, tiny_grpo_config
 from tiny_models import tiny_model_and_tokenizer
+from transformers import TrainerCallback
 
 from mcp_rl.config.sections import GRPOStepConfig
 from mcp_rl.errors import ConfigError
@@ -82,6 +83,18 @@ def test_the_process_generator_writes_what_the_policy_would_and_follows_its_weig
     assert not generator.process.is_alive()
 
 
+class WeightsAfterStep(TrainerCallback):
+    """A copy of the model's weights as they were at the end of optimizer step ``step``."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.weights: dict[str, torch.Tensor] | None = None
+
+    def on_step_end(self, args, state, control, model=None, **_) -> None:
+        if state.global_step == self.step:
+            self.weights = {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
 def overlapping_trainer(
     model, tokenizer, pool, tmp_path, *, steps: int, backend: str = "process", dynamic_sampling: bool = False
 ):
@@ -109,7 +122,15 @@ def test_overlap_trains_every_batch_one_step_after_its_rollout_weighed_by_import
         model, tokenizer, pool, tmp_path, steps=4, dynamic_sampling=dynamic_sampling
     )
     generator = trainer.environment.generator
+    trainer.add_callback(snapshot := WeightsAfterStep(3))
     trainer.train()
+    # The last batch was rolled out, during step 4, by the weights after step 3: the optimizer's updates
+    # reached the generator's copy (transformers' fused AdamW moves weights without a tensor version bump).
+    assert snapshot.weights is not None
+    for name, parameter in generator.replica.named_parameters():
+        assert torch.equal(parameter, snapshot.weights[name]), name
+    initial = searching_tiny_model[0].state_dict()
+    assert any(not torch.equal(initial[name], weights) for name, weights in snapshot.weights.items())
     assert trainer.ahead is not None and trainer.ahead.pending is None, "the last batch ahead was discarded"
     assert not generator.process.is_alive(), "the trainer closed its Environment and the generator with it"
 

@@ -84,7 +84,9 @@ def cache_argument(model: Any) -> str:
 
 
 def weights_version(model: Any) -> int:
-    """Changes whenever a parameter is modified in place (an optimizer step, a state dict loaded)."""
+    """Changes when a parameter is modified in place by an ordinary tensor operation (a state dict loaded,
+    an unfused optimizer). Fused optimizer kernels, like the fused AdamW transformers picks by default, do
+    not advance it: training invalidates held state through ``sync`` at each new step instead."""
     return sum(parameter._version for parameter in model.parameters())
 
 
