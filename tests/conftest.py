@@ -26,6 +26,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 # Tiny test models' matmuls are too small to split across threads; one thread is faster, and much faster
 # when the machine is busy (spin-waiting OpenMP threads).
 torch.set_num_threads(1)
+# Under pytest-xdist the workers share the cores: the subprocesses a test starts (the CLI, servers, trainers)
+# get their share of them, not every core each.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    workers = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
 
 
 def run_cli(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
