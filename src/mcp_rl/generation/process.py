@@ -114,7 +114,6 @@ class ProcessGenerator:
     ) -> None:
         check_shared_memory(model)
         self.replica = copy.deepcopy(model).eval().requires_grad_(False).share_memory()
-        self.step: int | None = None
         self.source: Any = None  # the model last synced from
         self.lock = threading.Lock()
         context = torch.multiprocessing.get_context("spawn")
@@ -181,7 +180,7 @@ class ProcessGenerator:
                     if name in buffers:
                         buffers[name].copy_(buffer)
         self.request("weights", step)
-        self.source, self.step = model, step
+        self.source = model
 
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> list[Generation]:
         replies = self.request("generate", ([list(p) for p in prompts], sampling))

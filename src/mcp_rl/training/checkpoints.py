@@ -128,16 +128,16 @@ class OptimizerStateInNewestOnly(TrainerCallback):
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         if not args.should_save:
             return
-        newest = last_complete_checkpoint(args.output_dir)
-        if newest is None:
+        complete = complete_checkpoints(args.output_dir)
+        if not complete:
             return
+        newest = complete.pop(max(complete))
         if not self.described:
             self.described = True
             tqdm.write(
                 f"{describe_checkpoint(newest)}; older checkpoints keep their weights but not the "
                 "optimizer state, which only --resume reads (from the newest)"
             )
-        for folder in Path(args.output_dir).glob("checkpoint-*"):
-            if folder != Path(newest) and (folder / COMPLETE_MARKER).exists():
-                for path in optimizer_files(folder):
-                    path.unlink(missing_ok=True)
+        for folder in complete.values():
+            for path in optimizer_files(folder):
+                path.unlink(missing_ok=True)
