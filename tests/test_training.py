@@ -22,7 +22,7 @@ from mcp_rl.config.recipe import load_recipe
 from mcp_rl.errors import DataError
 from mcp_rl.generation.models import train_top_layers
 from mcp_rl.training.checkpoints import COMPLETE_MARKER, last_complete_checkpoint
-from mcp_rl.training.run import grpo_config, training_dataset
+from mcp_rl.training.run import grpo_config, train, training_dataset, warm_start_rows
 
 
 def mcp_rl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -205,6 +205,23 @@ def test_balance_by_takes_each_value_in_turns_as_often_as_the_rarest(tmp_path):
     assert sorted(reseeded["hops"]) == [1, 1, 1, 2, 2, 2]
     with pytest.raises(DataError, match=r"data\.balance_by: the training data has no column 'level'"):
         training_dataset(load_recipe("search", [f"data.train={qa}", "data.balance_by=level"]))
+
+
+def test_warm_start_split_demonstrates_one_split_while_grpo_trains_on_another(tmp_path):
+    recipe = load_recipe("calculator", ["data.train_split=train_varied", "warm_start.split=train"])
+    demonstrated, trained = warm_start_rows(recipe), training_dataset(recipe)
+    rows = training_dataset(load_recipe("calculator"))
+    shipped = dict(zip(rows["id"], rows["question"], strict=True))
+    assert all(shipped[row["id"]] == row["question"] for row in demonstrated.select(range(20)))
+    # train_varied keeps the shipped wording for about one problem in six.
+    assert sum(shipped[row["id"]] == row["question"] for row in trained.select(range(50))) < 25
+    # Unset, the warm start draws from the split GRPO trains on.
+    same = load_recipe("calculator", ["data.train_split=train_varied"])
+    assert warm_start_rows(same)["question"][:20] == training_dataset(same, seed=0)["question"][:20]
+    bad = load_recipe("calculator", ["warm_start.split=nosuch"])
+    with pytest.raises(DataError, match=r"^warm_start\.split: .*'nosuch'.*train_varied"):
+        train(bad, tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
 def test_train_top_layers_stops_the_backward_pass_at_the_lowest_trainable_layer():

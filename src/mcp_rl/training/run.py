@@ -78,10 +78,13 @@ def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
         raise ConfigError(f"trainer: {error}") from None
 
 
-def training_dataset(recipe: Recipe, *, seed: int | None = None, curriculum: bool | None = None) -> Any:
-    """Train questions, shuffled with the recipe's seed (or ``seed``), balanced by ``data.balance_by``;
-    single-hop first when ``data.curriculum`` (or ``curriculum``) is on."""
-    dataset = load_split(recipe, "train").shuffle(seed=recipe.data.seed if seed is None else seed)
+def training_dataset(
+    recipe: Recipe, *, seed: int | None = None, curriculum: bool | None = None, split: str | None = None
+) -> Any:
+    """Train questions (of ``split``, else ``data.train_split``), shuffled with the recipe's seed (or
+    ``seed``), balanced by ``data.balance_by``; single-hop first when ``data.curriculum`` (or
+    ``curriculum``) is on."""
+    dataset = load_split(recipe, "train", split).shuffle(seed=recipe.data.seed if seed is None else seed)
     if recipe.data.balance_by is not None:
         dataset = balanced(dataset, recipe.data.balance_by)
     if recipe.data.train_limit is not None:
@@ -161,6 +164,11 @@ def train(
     if model_path:
         recipe.model.name_or_path = model_path
     check_data(recipe)
+    if recipe.warm_start.demonstrations and recipe.warm_start.split is not None:
+        try:
+            check_data(recipe, split=recipe.warm_start.split)
+        except DataError as error:
+            raise DataError(f"warm_start.split: {error}") from None
     check_corpus(recipe)
     args = grpo_config(recipe, output)
     checkpoint = last_complete_checkpoint(output) if resume else None
@@ -230,12 +238,11 @@ def run_warm_start(
 ) -> None:
     """The recipe's supervised warm start on the trainer's model (under LoRA: its adapters), logged as step 0,
     in ``<run>/warm_start/`` (checkpoints, then ``final/``), so that ``--resume`` continues or skips it."""
-    rows = training_dataset(recipe, seed=recipe.warm_start.seed, curriculum=False)  # a random draw
     stats = warm_start(
         recipe,
         trainer.model,
         environment,
-        rows,
+        warm_start_rows(recipe),
         output_dir=output / "warm_start",
         callbacks=[MetricsFile(output / "metrics.jsonl")],
         resume=resume,
@@ -252,16 +259,20 @@ def run_warm_start(
     )
 
 
+def warm_start_rows(recipe: Recipe) -> Any:
+    """The rows the warm start demonstrates, in its order (a random draw with ``warm_start.seed``); the
+    probes take theirs from past its ``episodes``."""
+    config = recipe.warm_start
+    return training_dataset(recipe, seed=config.seed, curriculum=False, split=config.split)
+
+
 def add_probes(recipe: Recipe, trainer: MCPGRPOTrainer, environment: Environment) -> None:
     """The drift probes ``recipe.probes`` asks for, with the policy as it is now (warm-started) as their
     reference. On a resume the reference is the checkpoint's policy."""
     probes = recipe.probes
     episodes: list[Any] = []
     if probes.demonstrations and recipe.warm_start.demonstrations:
-        rows = training_dataset(
-            recipe, seed=recipe.warm_start.seed, curriculum=False
-        )  # the warm start's draw
-        episodes = probe_demonstrations(recipe, environment, rows)
+        episodes = probe_demonstrations(recipe, environment, warm_start_rows(recipe))
     if episodes or probes.update_norm:
         trainer.add_callback(
             DriftProbes(
