@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# #23: the calculator's shipped warm start (256 demonstrations in the shipped phrasing, `warm_start.split:
+# train`), then GRPO on the same training problems phrased anew (`data.train_split: train_varied`): dynamic
+# sampling (16 extra rollouts at most), groups of 8, KL 0.04 to the warm start, the recipe's lr 1e-5.
+# Then greedy evaluation of the warm start alone and of each GRPO checkpoint, 200 tasks of errands (written
+# apart from the generator) and of the arithmetic test split.
+set -u
+SEED=${1:-0}
+RUN=${RUN:-runs/calc-split-s$SEED}
+export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
+mcp-rl train --recipe calculator -o "$RUN" \
+  --set data.train_split=train_varied --set warm_start.split=train \
+  --set grpo.dynamic_sampling=true --set grpo.max_extra_rollouts=16 --set trainer.num_generations=8 \
+  --set trainer.beta=0.04 --set trainer.max_steps=30 --set trainer.save_steps=10 --set trainer.seed="$SEED"
+for model in warm_start/final checkpoint-10 checkpoint-20; do
+  name=${model//\//-}
+  mcp-rl eval --recipe calculator --limit 200 --model "$RUN/$model" --set data.eval=errands \
+    --output "$RUN/eval/$name.errands.json"
+  mcp-rl eval --recipe calculator --limit 200 --model "$RUN/$model" --output "$RUN/eval/$name.test.json"
+done
+# python bench/compare_evals.py A.errands.json B.errands.json --by kind --metric calculator_verified
