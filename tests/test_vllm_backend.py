@@ -13,15 +13,14 @@ import pytest
 import torch
 from mcp.server.mcpserver import MCPServer
 from tiny import (
-    SEARCH_EPISODE,
     TEST_QUESTIONS,
     TEST_SYSTEM,
     mask_runs,
     searching_environment,
+    searching_model,
     searching_trainer_kwargs,
     tiny_dataset,
     tiny_grpo_config,
-    warm_up,
 )
 from tiny_models import tiny_model_and_tokenizer
 
@@ -92,10 +91,7 @@ def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object,
     Hidden 128 with 4 heads: vLLM's CPU attention needs a head size of at least 32 (the suite's usual
     hidden-64 model has 16 and is refused with "Unsupported CPU attention configuration").
     """
-    model, tokenizer = tiny_model_and_tokenizer(seed=0, hidden_size=128)
-    system = {"role": "system", "content": TEST_SYSTEM}
-    conversations = [[system, {"role": "user", "content": q}, *SEARCH_EPISODE[1:]] for q in TEST_QUESTIONS]
-    warm_up(model, tokenizer, conversations)  # 60 steps at 5e-3 fell short of searching on an AVX2-only CPU
+    model, tokenizer = searching_model(seed=0, hidden_size=128)
     folder = tmp_path_factory.mktemp("tiny-llama")
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)

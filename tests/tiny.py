@@ -74,14 +74,14 @@ def _warm_up(model: Any, tokenizer: Any, conversations: list[Any], steps: int, l
     model.eval()
 
 
-def searching_model(seed: int = 0) -> tuple[Any, Any]:
+def searching_model(seed: int = 0, hidden_size: int = 64) -> tuple[Any, Any]:
     """A ~100k-parameter Llama that answers any question with a ``<search>`` and then an ``<answer>``.
 
     Built on the CPU (deterministic for a seed); callers move it to their device afterwards.
     """
     from tiny_models import tiny_model_and_tokenizer
 
-    model, tokenizer = tiny_model_and_tokenizer(seed=seed)
+    model, tokenizer = tiny_model_and_tokenizer(seed=seed, hidden_size=hidden_size)
     system = {"role": "system", "content": TEST_SYSTEM}
     conversations = [[system, {"role": "user", "content": q}, *SEARCH_EPISODE[1:]] for q in TEST_QUESTIONS]
     warm_up(model, tokenizer, conversations)
