@@ -2,8 +2,9 @@
 
     python bench/compare_evals.py BEFORE.json AFTER.json [--by kind] [--metric em] [--resamples 10000]
 
-Reads each report's ``<report>.trajectories.jsonl`` (one line per episode, the row included), pairs the
-episodes by task, and prints the success of each side, their difference and its 95% interval (percentile
+Reads each report's ``<report>.trajectories.jsonl`` (one line per episode, the row included), takes each
+task's mean success over its episodes (one greedy, or ``--samples N`` sampled: either side may be either),
+pairs the tasks, and prints the success of each side, their difference and its 95% interval (percentile
 bootstrap over tasks, the same resample for both sides), overall and by a row column. A learning claim is
 the interval of the difference, not two means side by side: the same tasks make the sides correlated, which
 the paired resample keeps. Last line: one JSON object.
@@ -25,6 +26,17 @@ def episodes(report: Path) -> list[dict[str, Any]]:
     """The report's episodes, in task order."""
     path = report.with_suffix(".trajectories.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def by_task(episodes: list[dict[str, Any]], metric: str) -> list[tuple[str, dict[str, Any], float]]:
+    """Each task once, in the report's order, with its row and its mean success over its episodes: the
+    samples of one task are not independent draws of the evaluation, so the bootstrap resamples tasks."""
+    tasks: dict[str, tuple[dict[str, Any], list[float]]] = {}
+    for episode in episodes:
+        tasks.setdefault(episode.get("task"), (episode.get("row") or {}, []))[1].append(
+            success(episode, metric)
+        )
+    return [(task, row, sum(values) / len(values)) for task, (row, values) in tasks.items()]
 
 
 def success(episode: dict[str, Any], metric: str) -> float:
@@ -66,21 +78,18 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    first, second = episodes(args.before), episodes(args.after)
-    if [e.get("task") for e in first] != [e.get("task") for e in second]:
+    first, second = (by_task(episodes(report), args.metric) for report in (args.before, args.after))
+    if [task for task, _, _ in first] != [task for task, _, _ in second]:
         raise SystemExit("the two reports are not on the same tasks in the same order")
     groups: dict[str, list[int]] = {"all": list(range(len(first)))}
     if args.by:
-        for index, episode in enumerate(first):
-            groups.setdefault(f"{args.by}={episode['row'].get(args.by)}", []).append(index)
+        for index, (_, row, _) in enumerate(first):
+            groups.setdefault(f"{args.by}={row.get(args.by)}", []).append(index)
     result: dict[str, Any] = {"metric": args.metric, "before": str(args.before), "after": str(args.after)}
     lines = []
     for name, indices in groups.items():
         row = compare(
-            [success(first[i], args.metric) for i in indices],
-            [success(second[i], args.metric) for i in indices],
-            args.resamples,
-            args.seed,
+            [first[i][2] for i in indices], [second[i][2] for i in indices], args.resamples, args.seed
         )
         result[name] = row
         low, high = row["ci95"]

@@ -197,3 +197,13 @@ def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired
     assert result["all"]["n"] == len(TEST_QUESTIONS)
     assert result["all"]["difference"] == 0 and result["all"]["ci95"] == [0, 0]
     assert result["all"]["before"] == greedy["em"]
+    # Greedy against sampled: paired by task (a task's samples averaged), so n is the number of tasks.
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "compare_evals.py"), str(tmp_path / "greedy.json"),
+         str(tmp_path / "sampled.json"), "--resamples", "200"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    result = json.loads(done.stdout.splitlines()[-1])["all"]
+    assert result["n"] == len(TEST_QUESTIONS)
+    assert result["before"] == pytest.approx(greedy["em"]) and result["after"] == pytest.approx(sampled["em"])
+    assert result["ci95"][0] <= result["difference"] <= result["ci95"][1]
