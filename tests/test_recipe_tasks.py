@@ -299,6 +299,7 @@ def tiny_overrides(model_dir: Path) -> list[str]:
         "trainer.bf16": False,
         "warm_start.episodes": 4,
         "warm_start.epochs": 1,
+        "grpo.max_extra_rollouts": 2,  # a recipe with dynamic sampling refills at most one group of 2
     }
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
 

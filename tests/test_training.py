@@ -208,16 +208,16 @@ def test_balance_by_takes_each_value_in_turns_as_often_as_the_rarest(tmp_path):
 
 
 def test_warm_start_split_demonstrates_one_split_while_grpo_trains_on_another(tmp_path):
-    recipe = load_recipe("calculator", ["data.train_split=train_varied", "warm_start.split=train"])
+    recipe = load_recipe("calculator")  # the shipped recipe demonstrates `train` and trains on `train_varied`
     demonstrated, trained = warm_start_rows(recipe), training_dataset(recipe)
-    rows = training_dataset(load_recipe("calculator"))
+    rows = training_dataset(load_recipe("calculator", ["data.train_split=train"]))
     shipped = dict(zip(rows["id"], rows["question"], strict=True))
     assert all(shipped[row["id"]] == row["question"] for row in demonstrated.select(range(20)))
     # train_varied keeps the shipped wording for about one problem in six.
     assert sum(shipped[row["id"]] == row["question"] for row in trained.select(range(50))) < 25
     # Unset, the warm start draws from the split GRPO trains on.
     varied = dict(zip(trained["id"], trained["question"], strict=True))
-    unset = warm_start_rows(load_recipe("calculator", ["data.train_split=train_varied"]))
+    unset = warm_start_rows(load_recipe("calculator", ["warm_start.split=null"]))
     assert all(varied[row["id"]] == row["question"] for row in unset.select(range(20)))
     bad = load_recipe("calculator", ["warm_start.split=nosuch"])
     with pytest.raises(DataError, match=r"^warm_start\.split: .*'nosuch'.*train_varied"):
