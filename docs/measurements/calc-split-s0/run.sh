@@ -8,14 +8,21 @@ set -u
 SEED=${1:-0}
 RUN=${RUN:-runs/calc-split-s$SEED}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
-mcp-rl train --recipe calculator -o "$RUN" \
-  --set data.train_split=train_varied --set warm_start.split=train \
-  --set grpo.dynamic_sampling=true --set grpo.max_extra_rollouts=16 --set trainer.num_generations=8 \
-  --set trainer.beta=0.04 --set trainer.max_steps=30 --set trainer.save_steps=10 --set trainer.seed="$SEED"
-for model in warm_start/final checkpoint-10 checkpoint-20; do
+SETS=(--set data.train_split=train_varied --set warm_start.split=train
+  --set grpo.dynamic_sampling=true --set grpo.max_extra_rollouts=16 --set trainer.num_generations=8
+  --set trainer.beta=0.04 --set trainer.save_steps=10 --set trainer.seed="$SEED")
+# It ran in three parts: to step 24 (stopped by hand; the rest reran from checkpoint 20), to 40, to 60.
+# Each --resume continues from the newest complete checkpoint, with its optimizer state.
+for steps in 20 40 60; do
+  mcp-rl train --recipe calculator -o "$RUN" --resume "${SETS[@]}" --set trainer.max_steps=$steps
+done
+for model in warm_start/final checkpoint-10 checkpoint-20 checkpoint-30 checkpoint-40 checkpoint-60; do
   name=${model//\//-}
   mcp-rl eval --recipe calculator --limit 200 --model "$RUN/$model" --set data.eval=errands \
     --output "$RUN/eval/$name.errands.json"
   mcp-rl eval --recipe calculator --limit 200 --model "$RUN/$model" --output "$RUN/eval/$name.test.json"
 done
+# Sampled (4 a task at T 0.8) and the unseen variant, for the warm start and checkpoint 20:
+#   mcp-rl eval ... --samples 4 --set data.eval=errands;  python -m mcp_rl.datasets.arithmetic --seed 1 --out arith1
+#   and mcp-rl eval ... --set data.eval=arith1
 # python bench/compare_evals.py A.errands.json B.errands.json --by kind --metric calculator_verified
