@@ -16,11 +16,13 @@ SETS=(--set data.train_split=train_varied --set warm_start.split=train
 for steps in 20 40 60; do
   mcp-rl train --recipe calculator -o "$RUN" --resume "${SETS[@]}" --set trainer.max_steps=$steps
 done
-for model in warm_start/final checkpoint-10 checkpoint-20 checkpoint-30 checkpoint-40 checkpoint-60; do
-  name=${model//\//-}
+# Named as the reports in docs/measurements/calc-split-s0/: calc_warmstart.*, calc_grpoN.*
+for pair in warmstart:warm_start/final grpo10:checkpoint-10 grpo20:checkpoint-20 grpo30:checkpoint-30 \
+  grpo40:checkpoint-40 grpo60:checkpoint-60; do
+  name=${pair%%:*} model=${pair#*:}
   mcp-rl eval --recipe calculator --limit 200 --model "$RUN/$model" --set data.eval=errands \
-    --output "$RUN/eval/$name.errands.json"
-  mcp-rl eval --recipe calculator --limit 200 --model "$RUN/$model" --output "$RUN/eval/$name.test.json"
+    --output "$RUN/eval/calc_$name.errands.json"
+  mcp-rl eval --recipe calculator --limit 200 --model "$RUN/$model" --output "$RUN/eval/calc_$name.test.json"
 done
 # Sampled (4 a task at T 0.8) and the unseen variant, for the warm start and checkpoint 20:
 #   mcp-rl eval ... --samples 4 --set data.eval=errands;  python -m mcp_rl.datasets.arithmetic --seed 1 --out arith1

@@ -15,8 +15,8 @@ mcp-rl train --recipe calculator -o "$RUN" --resume "${SETS[@]}" --set trainer.m
 mcp-rl train --recipe calculator -o "$RUN" --resume "${SETS[@]}" --set trainer.max_steps=30
 for step in 10 20 30; do
   mcp-rl eval --recipe calculator --limit 200 --model "$RUN/checkpoint-$step" --set data.eval=errands \
-    --output "$RUN/eval/calc_s1_grpo$step.errands.json"
+    --output "$RUN/eval/calc_grpo$step.errands.json"
   mcp-rl eval --recipe calculator --limit 200 --model "$RUN/checkpoint-$step" \
-    --output "$RUN/eval/calc_s1_grpo$step.test.json"
+    --output "$RUN/eval/calc_grpo$step.test.json"
 done
 # The unseen variant: python -m mcp_rl.datasets.arithmetic --seed 1 --out arith1, then --set data.eval=arith1.
