@@ -239,6 +239,76 @@ def test_negative_advantages_are_weighted_and_informative_groups_counted(
     assert trainer.step_metrics["grpo/informative_groups"] == [1.0]
 
 
+def same_for_all(completion_ids, **_):
+    """1 for every episode: no group has a reward spread, so GRPO's own gradient is exactly 0."""
+    return [1.0] * len(completion_ids)
+
+
+class Gradients(TrainerCallback):
+    """Each trained weight's gradient as the optimizer is about to step (after clipping)."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, torch.Tensor]] = []
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **_) -> None:
+        self.seen.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+
+
+@pytest.mark.parametrize("sft_coef", [0.0, 0.5])
+def test_the_warm_starts_loss_mixed_in_is_the_steps_whole_gradient_without_signal(
+    searching_tiny_model, pool, tmp_path, sft_coef
+) -> None:
+    """Without reward spread GRPO's gradient is 0: with ``grpo.sft_coef`` the step's gradient is that times
+    the demonstrations' mean token loss's (summed over the 2 accumulated micro-batches, not doubled), the
+    loss logged is theirs, and the step lowers it; without, nothing moves."""
+    from mcp_rl.training.lean_forward import supervised_loss
+    from mcp_rl.training.warm_start import played_demonstrations
+
+    model, tokenizer = searching_tiny_model
+    trainer = trainer_for(
+        model,
+        tokenizer,
+        pool,
+        tmp_path,
+        rewards=[same_for_all],
+        grpo=GRPOStepConfig(sft_coef=sft_coef, sft_batch_size=3),  # each draw: all 3 demonstrations
+        max_steps=1,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=2,
+        max_grad_norm=1e9,  # the gradient as computed, not clipped
+    )
+    episodes = played_demonstrations(
+        WarmStartConfig(demonstrations=TEMPLATES), trainer.environment, rows(*TEST_QUESTIONS)
+    )
+    assert len(episodes) == 3
+    trainer.mix_in_demonstrations(episodes)
+    pad_id = tokenizer.pad_token_id
+    trainer.model.zero_grad()
+    before = supervised_loss(trainer.model, episodes, pad_id)
+    (sft_coef * before).backward()
+    before = before.detach()
+    expected = {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+    trainer.model.zero_grad()
+    gradients = Gradients()
+    trainer.add_callback(gradients)
+    trainer.train()
+    (entry,) = logged(trainer)
+    (seen,) = gradients.seen
+    assert entry["frac_reward_zero_std"] == 1.0
+    with torch.no_grad():
+        after = supervised_loss(trainer.model, episodes, pad_id)
+    if sft_coef == 0:
+        assert trainer.demonstration_loss is None and "grpo/sft_loss" not in entry
+        assert all(float(g.abs().max()) == 0.0 for g in seen.values())
+        assert float(after) == pytest.approx(float(before), rel=1e-6)
+        return
+    assert entry["grpo/sft_loss"] == pytest.approx(float(before), rel=1e-4)
+    assert seen.keys() == expected.keys()
+    for name, gradient in expected.items():
+        torch.testing.assert_close(seen[name], gradient, rtol=1e-3, atol=1e-6)
+    assert float(after) < float(before)
+
+
 def test_train_with_a_warm_start_anchors_kl_warms_up_and_logs_probes(
     tiny_model_dir, tiny_corpus, tiny_qa, tmp_path
 ) -> None:
@@ -256,6 +326,7 @@ def test_train_with_a_warm_start_anchors_kl_warms_up_and_logs_probes(
             "warm_start.batch_size": 2,
             "warm_start.learning_rate": 1e-2,
             "probes.demonstrations": 2,
+            "grpo.sft_coef": 0.5,
             "trainer.beta": 0.1,
             "trainer.warmup_steps": 1,
             "trainer.lr_scheduler_type": "constant_with_warmup",
@@ -276,6 +347,9 @@ def test_train_with_a_warm_start_anchors_kl_warms_up_and_logs_probes(
     assert math.isfinite(second["probe/delta_logp"]) and second["probe/delta_logp"] != 0.0
     assert [m["grpo/informative_groups"] for m in steps] == [1.0, 1.0]
     assert all(math.isfinite(m["probe/hops/1/search_margin"]) for m in steps)
+    # The warm start's demonstrations, mixed in: learned well enough that their loss is small, not 0.
+    (warm,) = [m for m in metrics if "warm_start/first_loss" in m]
+    assert all(0 < m["grpo/sft_loss"] < warm["warm_start/first_loss"] for m in steps)
     assert (out / "training.png").exists()
 
 
@@ -293,6 +367,8 @@ def test_a_warm_up_under_a_constant_schedule_is_refused_and_lr_0_is_a_control() 
     assert load_recipe("search", ["trainer.learning_rate=0.0"]).trainer["learning_rate"] == 0.0
     with pytest.raises(RecipeError, match=r"trainer\.learning_rate: must be at least 0"):
         load_recipe("search", ["trainer.learning_rate=-1e-5"])
+    with pytest.raises(RecipeError, match=r"grpo\.sft_coef: the supervised loss mixed in is the warm"):
+        load_recipe("search", ["grpo.sft_coef=0.1"])  # search has no warm start
 
 
 def test_the_search_margin_after_the_first_passage_is_split_by_calls_and_teacher_forced(

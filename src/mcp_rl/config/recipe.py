@@ -164,6 +164,11 @@ def check_fields(recipe: Recipe) -> None:
             "probes.demonstrations: the probes are held-out warm-start demonstrations; "
             "set warm_start.demonstrations or probes.demonstrations=0"
         )
+    if recipe.grpo.sft_coef and not recipe.warm_start.demonstrations:
+        raise RecipeError(
+            "grpo.sft_coef: the supervised loss mixed in is the warm start's; "
+            "set warm_start.demonstrations or grpo.sft_coef=0"
+        )
     _check_trainer_fields(recipe.trainer)
     _check_format_string(recipe.prompt.user_template, "prompt.user_template")
     for i, message in enumerate(recipe.prompt.few_shot):

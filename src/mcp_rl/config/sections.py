@@ -362,6 +362,20 @@ class GRPOStepConfig(Section):
         "0 = learn from the better samples only, between = asymmetric.",
         ge=0.0,
     )
+    sft_coef: YamlFloat = Field(
+        default=0.0,
+        description="Weight of the warm start's supervised loss added to every GRPO micro-batch's loss "
+        "(InstructGPT's PPO-ptx, OpenRLHF's ptx_coef): the mean next-token loss on sft_batch_size of the "
+        "warm start's own demonstrations, drawn afresh each time, so that GRPO on what the policy still "
+        "fails does not unlearn what the demonstrations taught. Needs a warm start; 0 = off.",
+        ge=0.0,
+    )
+    sft_batch_size: int = Field(
+        default=4,
+        description="sft_coef: demonstrations scored with each micro-batch (per_device_train_batch_size "
+        "completions) of the GRPO loss.",
+        ge=1,
+    )
 
 
 class ProbeConfig(Section):

@@ -74,6 +74,7 @@ def metric_panels(rows: Sequence[dict[str, Any]]) -> Panels:
             ("probe/kl", "KL on probe demonstrations"),
             ("probe/delta_logp", "Δ log-prob of probe demonstrations"),
             ("kl", "KL to the reference (beta > 0)"),
+            ("grpo/sft_loss", "token loss on the warm start's demonstrations (sft_coef)"),
         ],
         "update size": [("probe/update_norm_over_lr", "||Δθ|| / lr")],
         "search margin after the first passage": [

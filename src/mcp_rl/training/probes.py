@@ -28,7 +28,7 @@ from mcp_rl.config.sections import Recipe
 from mcp_rl.env.environment import Environment
 from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.training.lean_forward import own_token_logits
-from mcp_rl.training.warm_start import demonstration_episodes, script_from_config
+from mcp_rl.training.warm_start import played_demonstrations
 
 
 def probe_demonstrations(
@@ -39,12 +39,7 @@ def probe_demonstrations(
     per-episode servers are stopped once scored."""
     config = recipe.warm_start
     held_out = list(rows)[config.episodes : config.episodes + recipe.probes.demonstrations]
-    if not held_out:
-        return []
-    episodes, _ = demonstration_episodes(
-        environment, held_out, script_from_config(config), min_reward=config.min_reward
-    )
-    return episodes
+    return played_demonstrations(config, environment, held_out)
 
 
 @contextmanager

@@ -43,7 +43,7 @@ from mcp_rl.training.plots import plot_metrics, read_metrics
 from mcp_rl.training.probes import DriftProbes, probe_demonstrations
 from mcp_rl.training.sft import completed_batches, load_warm_start
 from mcp_rl.training.trainer import MCPGRPOTrainer
-from mcp_rl.training.warm_start import warm_start
+from mcp_rl.training.warm_start import played_demonstrations, warm_start
 
 
 def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
@@ -217,6 +217,9 @@ def train(
             elif trainer.beta > 0:
                 folder = output / "warm_start"
                 print(f"no finished warm start in {folder}: the KL reference is the untrained model")
+        if recipe.grpo.sft_coef and recipe.warm_start.demonstrations:
+            rows = list(warm_start_rows(recipe))[: recipe.warm_start.episodes]
+            trainer.mix_in_demonstrations(played_demonstrations(recipe.warm_start, environment, rows))
         add_probes(recipe, trainer, environment)
         trainer.train(resume_from_checkpoint=checkpoint)
         final = output / "final"

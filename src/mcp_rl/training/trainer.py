@@ -19,7 +19,8 @@ observation tokens come back as ``env_mask`` 0, so TRL's loss ignores them. The 
 - what a step learns from (``GRPOStepConfig``): dynamic sampling refills the batch with groups that have a
   reward spread before TRL sees it, negative advantages can be down-weighted, and a step with too few
   informative groups is skipped with Adam's moments untouched (``SkipStepWithoutSignal``);
-- ``reset_reference`` makes the policy as it is (after a warm start) the KL reference;
+- ``reset_reference`` makes the policy as it is (after a warm start) the KL reference, and
+  ``mix_in_demonstrations`` adds the warm start's supervised loss to every micro-batch's (``grpo.sft_coef``);
 - with ``grpo.overlap`` the next batch is rolled out in the background while this one trains
   (``mcp_rl.training.overlap``), and TRL's importance-sampling correction, which TRL applies for vLLM only,
   weighs the stale samples (``stale_samples_weighted``).
@@ -54,6 +55,7 @@ from mcp_rl.generation.trl_vllm import TRLVLLMGenerator
 from mcp_rl.rewards.rubric import Rubric, ScoredBatch
 from mcp_rl.training.callbacks import SkipStepWithoutSignal
 from mcp_rl.training.checkpoints import CheckpointMarker
+from mcp_rl.training.demonstration_loss import DemonstrationLoss
 from mcp_rl.training.lean_forward import LeanScoring, trim_padding
 from mcp_rl.training.overlap import Metrics, RolloutAhead, Rows
 
@@ -142,6 +144,7 @@ class MCPGRPOTrainer(GRPOTrainer):
         self.skip_update = False  # the current batch has too few informative groups: no optimizer step
         self.ahead: RolloutAhead | None = None  # grpo.overlap: the next batch, rolled out while this trains
         self.step_metrics: dict[str, list[float]] = defaultdict(list)  # ours, added to TRL's log line
+        self.demonstration_loss: DemonstrationLoss | None = None  # grpo.sft_coef's demonstrations
         train_dataset = environment.with_prompts(train_dataset)
         if kwargs.get("eval_dataset") is not None:
             kwargs["eval_dataset"] = environment.with_prompts(kwargs["eval_dataset"])
@@ -255,6 +258,16 @@ class MCPGRPOTrainer(GRPOTrainer):
             if ".ref." in name:
                 parameter.requires_grad_(False)
                 parameter.data.copy_(model.get_parameter(name.replace(".ref.", ".default.")).data)
+
+    def mix_in_demonstrations(self, episodes: Sequence[Trajectory]) -> None:
+        """With ``grpo.sft_coef`` > 0, every micro-batch's loss gets that times the mean token loss of
+        ``grpo.sft_batch_size`` of these episodes (``mcp_rl.training.demonstration_loss``)."""
+        if self.grpo.sft_coef > 0:
+            pad_id = self.processing_class.pad_token_id
+            size = self.grpo.sft_batch_size
+            self.demonstration_loss = DemonstrationLoss(
+                episodes, batch_size=size, pad_id=pad_id, seed=self.args.seed
+            )
 
     # -- the rollout ----------------------------------------------------------------------------------
     def rollout(self, prompts: list[Any], trainer: GRPOTrainer) -> dict[str, Any]:
@@ -478,12 +491,19 @@ class MCPGRPOTrainer(GRPOTrainer):
         """TRL's loss on the micro-batch without the columns that are padding in all of its rows, scoring only
         the tokens the loss reads (model-written completion tokens)."""
         inputs = trim_padding(inputs)
-        with self.stale_samples_weighted(self.model.training):
-            if self.lean_scoring is None:
-                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-            loss_mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
-            with self.lean_scoring.reading(loss_mask):
-                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        loss_mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+        lean = nullcontext() if self.lean_scoring is None else self.lean_scoring.reading(loss_mask)
+        with self.stale_samples_weighted(self.model.training), lean:
+            loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        if self.demonstration_loss is None or not self.model.training:
+            return loss
+        with torch.device(self.accelerator.device):  # the batch tensors ``supervised_loss`` builds
+            demonstrated = self.demonstration_loss(
+                self.accelerator.unwrap_model(model), self.state.global_step
+            )
+        self.step_metrics["grpo/sft_loss"].append(float(demonstrated.detach()))
+        # TRL's loss comes scaled for gradient accumulation (its micro-batches sum to the step's loss).
+        return loss + self.grpo.sft_coef * demonstrated / self.current_gradient_accumulation_steps
 
     # -- lifetime -------------------------------------------------------------------------------------
     def train(self, *args: Any, **kwargs: Any) -> Any:

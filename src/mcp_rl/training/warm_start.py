@@ -195,6 +195,19 @@ def demonstration_episodes(
     return kept, stats
 
 
+def played_demonstrations(
+    config: WarmStartConfig, environment: Environment, rows: Sequence[Mapping[str, Any]]
+) -> list[Trajectory]:
+    """The rows' demonstrations played and kept as the warm start does (its script, its ``min_reward``);
+    their per-episode servers are stopped once scored."""
+    if not rows:
+        return []
+    episodes, _ = demonstration_episodes(
+        environment, rows, script_from_config(config), min_reward=config.min_reward
+    )
+    return episodes
+
+
 def warm_start(
     recipe: Recipe,
     model: Any,
