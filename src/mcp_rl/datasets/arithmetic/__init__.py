@@ -13,8 +13,11 @@ Files: ``train.jsonl`` / ``test.jsonl``, one row a line: ``{"id", "question", "g
 expressions, answers), each phrased anew (:mod:`.phrasings`): every kind has one template in ``train`` and
 ``test``, so a model trained on them can learn the template instead of the arithmetic; the varied split
 tells each problem in other settings, sentence orders and verbs, which the test split never uses (a recipe
-picks it with ``data.train_split: train_varied``). Seed 0 with the default sizes is the copy shipped next to
-this file.
+picks it with ``data.train_split: train_varied``). ``train_composed.jsonl`` is ``train_varied`` followed by
+problems of kind ``composed`` (:mod:`.composed`): two operations over three numbers in every ordered pair of
+``+ - * /`` (``(a - b) / c``, ``a / b + c``, ...), which the kinds above never compose, so a model trained on
+them alone fails those (``data.train_split: train_composed``). Seed 0 with the default sizes is the copy
+shipped next to this file.
 
 Command line: ``python -m mcp_rl.datasets.arithmetic --seed 1 --out DIR`` (another seed: new numbers and
 items, the same kinds of problem).
@@ -30,9 +33,10 @@ from fractions import Fraction
 from pathlib import Path
 
 from mcp_rl.datasets import write_jsonl
+from mcp_rl.datasets.arithmetic.composed import composed_problems
 from mcp_rl.datasets.arithmetic.phrasings import vary_training_phrasings
 
-SPLITS = ("train", "train_varied", "test")
+SPLITS = ("train", "train_varied", "train_composed", "test")
 
 # (container, plural, item) for the counting problems; (item, lowest and highest price in cents) for shops.
 _CONTAINERS = [
@@ -181,9 +185,12 @@ KINDS: dict[str, Callable[[random.Random], Problem]] = {
 }  # fmt: skip
 
 
-def generate(seed: int = 0, n_train: int = 2000, n_test: int = 300) -> dict[str, list[dict[str, object]]]:
-    """``{"train": rows, "test": rows, "train_varied": rows}``: the kinds in turn, numbers from
-    ``Random(seed)``, no repeats; ``train_varied`` is ``train`` phrased anew."""
+def generate(
+    seed: int = 0, n_train: int = 2000, n_test: int = 300, n_composed: int = 600
+) -> dict[str, list[dict[str, object]]]:
+    """``{"train": rows, "test": rows, "train_varied": rows, "train_composed": rows}``: the kinds in turn,
+    numbers from ``Random(seed)``, no repeats; ``train_varied`` is ``train`` phrased anew, and
+    ``train_composed`` is ``train_varied`` then ``n_composed`` problems of kind ``composed``."""
     rng = random.Random(seed)
     names = list(KINDS)
     seen: set[str] = set()
@@ -219,14 +226,30 @@ def generate(seed: int = 0, n_train: int = 2000, n_test: int = 300) -> dict[str,
         ]
     # A generator of its own, so train and test stay as they were before this split existed.
     out["train_varied"] = vary_training_phrasings(random.Random(f"training phrasings {seed}"), out["train"])
+    # Its own generator too, and no question of another split, so a model tested on test has not seen it.
+    taken = {str(row["question"]) for split in ("train", "test", "train_varied") for row in out[split]}
+    composed = composed_problems(random.Random(f"composed problems {seed}"), n_composed, taken)
+    out["train_composed"] = out["train_varied"] + [
+        {
+            "id": f"composed_{i}",
+            "question": question,
+            "golden_answers": [format_value(value)],
+            "expression": expression,
+            "kind": "composed",
+            "steps": 2,
+        }
+        for i, (question, expression, value) in enumerate(composed)
+    ]
     return out
 
 
-def write(out_dir: str | Path, seed: int = 0, n_train: int = 2000, n_test: int = 300) -> Path:
+def write(
+    out_dir: str | Path, seed: int = 0, n_train: int = 2000, n_test: int = 300, n_composed: int = 600
+) -> Path:
     """Write a ``.jsonl`` per split for ``seed`` into ``out_dir`` (created if needed)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for split, rows in generate(seed, n_train, n_test).items():
+    for split, rows in generate(seed, n_train, n_test, n_composed).items():
         write_jsonl(out / f"{split}.jsonl", rows)
     return out
 
@@ -239,6 +262,10 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--out", required=True, help="Output folder for the .jsonl file of each split.")
     parser.add_argument("--n-train", type=int, default=2000)
     parser.add_argument("--n-test", type=int, default=300)
+    parser.add_argument("--n-composed", type=int, default=600, help="Composed problems after train_varied.")
     args = parser.parse_args(argv)
-    path = write(args.out, args.seed, args.n_train, args.n_test)
-    out(f"wrote {args.n_train} train (and as many varied) and {args.n_test} test problems to {path}")
+    path = write(args.out, args.seed, args.n_train, args.n_test, args.n_composed)
+    out(
+        f"wrote {args.n_train} train (and as many varied), {args.n_test} test and "
+        f"{args.n_train + args.n_composed} train_composed problems to {path}"
+    )
