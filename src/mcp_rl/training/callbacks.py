@@ -68,9 +68,10 @@ class RunProgress(TrainerCallback):
         done, left = state.global_step - self.first_step, state.max_steps - state.global_step
         if done == self.pace_steps and left > 0:
             pace_s = (time.monotonic() - self.began) / done
+            per_step = f"{pace_s:.1f}" if pace_s >= 1 else f"{pace_s:.2g}"  # a tiny model's steps: 0.043 s
             self.bar.write(
                 f"~{pace_s * left / 60:.0f} min for the {left} steps left at the pace of the first {done} "
-                f"({pace_s:.1f} s a step)"
+                f"({per_step} s a step)"
             )
 
     def on_log(
