@@ -223,6 +223,17 @@ def test_warm_start_split_demonstrates_one_split_while_grpo_trains_on_another(tm
     with pytest.raises(DataError, match=r"^warm_start\.split: .*'nosuch'.*train_varied"):
         train(bad, tmp_path / "run")
     assert not (tmp_path / "run").exists()  # refused before anything was written
+    # A list of splits is pooled before the draw: both are in it, in the seeded shuffle of their union.
+    pooled = warm_start_rows(load_recipe("calculator", ["warm_start.split=[train, train_composed]"]))
+    assert len(pooled) == len(rows) + len(
+        training_dataset(load_recipe("calculator", ["data.train_split=train_composed"]))
+    )
+    drawn = pooled.select(range(256))
+    composed = [row for row in drawn if row["kind"] == "composed"]
+    assert 0 < len(composed) < 256 and all(row["id"].startswith("composed_") for row in composed)
+    assert sum(shipped.get(row["id"]) == row["question"] for row in drawn) > 50  # the shipped phrasing too
+    with pytest.raises(DataError, match=r"^warm_start\.split: .*'nosuch'"):
+        train(load_recipe("calculator", ["warm_start.split=[train, nosuch]"]), tmp_path / "run")
 
 
 def test_train_top_layers_stops_the_backward_pass_at_the_lowest_trainable_layer():

@@ -307,11 +307,11 @@ class WarmStartConfig(Section):
     episodes: int = Field(
         default=256, description="Training rows demonstrated, drawn at random with `seed`.", ge=1
     )
-    split: str | None = Field(
+    split: str | list[str] | None = Field(
         default=None,
         description="Split of `data.train` the demonstrated rows come from, when it is not the one GRPO "
-        "trains on (e.g. demonstrations in one phrasing, GRPO on problems phrased anew); "
-        "null = data.train_split.",
+        "trains on (e.g. demonstrations in one phrasing, GRPO on problems phrased anew), or a list of "
+        "splits whose rows are pooled before the draw; null = data.train_split.",
     )
     min_reward: YamlFloat | None = Field(
         default=None,

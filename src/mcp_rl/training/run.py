@@ -78,13 +78,28 @@ def grpo_config(recipe: Recipe, output_dir: Path) -> Any:
         raise ConfigError(f"trainer: {error}") from None
 
 
+def splits_of(split: str | list[str] | None) -> list[str | None]:
+    return list(split) if isinstance(split, list) else [split]
+
+
 def training_dataset(
-    recipe: Recipe, *, seed: int | None = None, curriculum: bool | None = None, split: str | None = None
+    recipe: Recipe,
+    *,
+    seed: int | None = None,
+    curriculum: bool | None = None,
+    split: str | list[str] | None = None,
 ) -> Any:
-    """Train questions (of ``split``, else ``data.train_split``), shuffled with the recipe's seed (or
-    ``seed``), balanced by ``data.balance_by``; single-hop first when ``data.curriculum`` (or
-    ``curriculum``) is on."""
-    dataset = load_split(recipe, "train", split).shuffle(seed=recipe.data.seed if seed is None else seed)
+    """Train questions (of ``split``, or the rows of a list of splits pooled, else ``data.train_split``),
+    shuffled with the recipe's seed (or ``seed``), balanced by ``data.balance_by``; single-hop first when
+    ``data.curriculum`` (or ``curriculum``) is on."""
+    from datasets import concatenate_datasets
+
+    parts = [load_split(recipe, "train", part) for part in splits_of(split)]
+    try:
+        pooled = concatenate_datasets(parts)
+    except ValueError as error:  # the splits' columns differ
+        raise DataError(f"the splits {split} cannot be pooled: {error}") from None
+    dataset = pooled.shuffle(seed=recipe.data.seed if seed is None else seed)
     if recipe.data.balance_by is not None:
         dataset = balanced(dataset, recipe.data.balance_by)
     if recipe.data.train_limit is not None:
@@ -166,7 +181,8 @@ def train(
     check_data(recipe)
     if recipe.warm_start.demonstrations and recipe.warm_start.split is not None:
         try:
-            check_data(recipe, split=recipe.warm_start.split)
+            for split in splits_of(recipe.warm_start.split):
+                check_data(recipe, split=split)
         except DataError as error:
             raise DataError(f"warm_start.split: {error}") from None
     check_corpus(recipe)
