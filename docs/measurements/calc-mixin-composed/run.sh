@@ -35,3 +35,6 @@ for step in 10 20 30; do evaluate "${ARM}_s${SEED}_grpo$step" "$RUN/checkpoint-$
 #   mcp-rl train --recipe calculator -o $OUT/calc_wsc_s0 --set warm_start.split=train_composed \
 #     --set data.train_split=train_composed --set trainer.max_steps=10 --set trainer.save_steps=10
 # Sampled (4 a task at T 0.8): mcp-rl eval --recipe calculator --limit 200 --samples 4 --model M [--set data.eval=errands]
+# Pooled demonstrations, then the recipe's GRPO for 10 steps (seeds 0, 1):
+#   mcp-rl train --recipe calculator -o $OUT/calc_wsm_s0 --set "warm_start.split=[train, train_composed]" \
+#     --set trainer.max_steps=10 --set trainer.save_steps=10 --set trainer.seed=0
