@@ -11,12 +11,16 @@ set -u
 ARM=$1 SEED=$2 OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
 POOLED=(--set "warm_start.split=[train, train_composed]")
+# d is the recipe as it was before this measurement, on train_composed, written out so that this reruns
+# the same on the current recipe (which is g); e, f and g each change it.
+D=(--set data.train_split=train_composed --set trainer.gradient_accumulation_steps=4
+  --set grpo.max_extra_rollouts=16 --set trainer.beta=0.04)
 BIG=(--set trainer.gradient_accumulation_steps=8 --set grpo.max_extra_rollouts=32)
 case $ARM in
-  d) SETS=(--set data.train_split=train_composed) ;;
-  e) SETS=(--set data.train_split=train_composed "${BIG[@]}") ;;
-  f) SETS=(--set data.train_split=train_composed "${BIG[@]}" --set grpo.negative_advantage_weight=0) ;;
-  g) SETS=(--set data.train_split=train_composed "${BIG[@]}" --set trainer.beta=0.1) ;;
+  d) SETS=("${D[@]}") ;;
+  e) SETS=("${D[@]}" "${BIG[@]}") ;;
+  f) SETS=("${D[@]}" "${BIG[@]}" --set grpo.negative_advantage_weight=0) ;;
+  g) SETS=("${D[@]}" "${BIG[@]}" --set trainer.beta=0.1) ;;
 esac
 evaluate() {  # name model
   mcp-rl eval --recipe calculator --limit 200 --model "$2" --output "$OUT/eval/calc_$1.test.json"
