@@ -208,7 +208,8 @@ def test_balance_by_takes_each_value_in_turns_as_often_as_the_rarest(tmp_path):
 
 
 def test_warm_start_split_demonstrates_one_split_while_grpo_trains_on_another(tmp_path):
-    recipe = load_recipe("calculator", ["warm_start.split=train", "data.train_split=train_varied"])
+    varied_training = "data.train_split=train_varied"
+    recipe = load_recipe("calculator", ["warm_start.split=train", varied_training])
     demonstrated, trained = warm_start_rows(recipe), training_dataset(recipe)
     rows = training_dataset(load_recipe("calculator", ["data.train_split=train"]))
     shipped = dict(zip(rows["id"], rows["question"], strict=True))
@@ -217,8 +218,7 @@ def test_warm_start_split_demonstrates_one_split_while_grpo_trains_on_another(tm
     assert sum(shipped[row["id"]] == row["question"] for row in trained.select(range(50))) < 25
     # Unset, the warm start draws from the split GRPO trains on.
     varied = dict(zip(trained["id"], trained["question"], strict=True))
-    unset_split = ["warm_start.split=null", "data.train_split=train_varied"]
-    unset = warm_start_rows(load_recipe("calculator", unset_split))
+    unset = warm_start_rows(load_recipe("calculator", ["warm_start.split=null", varied_training]))
     assert all(varied[row["id"]] == row["question"] for row in unset.select(range(20)))
     bad = load_recipe("calculator", ["warm_start.split=nosuch"])
     with pytest.raises(DataError, match=r"^warm_start\.split: .*'nosuch'.*train_varied"):
