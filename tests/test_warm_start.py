@@ -168,9 +168,10 @@ def test_a_recipe_builds_on_a_base_recipe(tmp_path: Path) -> None:
     multihop, search = load_recipe("search-multihop"), load_recipe("search")
     assert multihop.name == "search-multihop" and multihop.prompt == search.prompt
     assert multihop.rollout.max_turns == 4 and multihop.rollout.temperature == search.rollout.temperature
-    assert (
-        multihop.trainer["learning_rate"] == 3e-5 and multihop.trainer["beta"] == search.trainer["beta"] == 0
-    )
+    # Its own step size and KL; the loss and schedule come from the base.
+    assert multihop.trainer["learning_rate"] == 1e-5 != search.trainer["learning_rate"]
+    assert multihop.trainer["beta"] == 0.1 and search.trainer["beta"] == 0
+    assert multihop.trainer["lr_scheduler_type"] == search.trainer["lr_scheduler_type"] == "constant"
     assert multihop.warm_start.demonstrations.endswith("recipes/search_demonstrations.py:search_then_answer")
     (tmp_path / "a.yaml").write_text("base: b.yaml\n")
     (tmp_path / "b.yaml").write_text("base: a.yaml\n")

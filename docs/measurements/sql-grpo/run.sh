@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # #23: GRPO after the sql warm start (256 demonstrations through mcp-server-sqlite), seeds 0 and 1 of
 # trainer.seed, 20 steps, checkpoints at 10 / 20.
-#   a   the calculator's step: lr 1e-5, KL 0.1 to the warm-started policy, dynamic sampling, groups of 8,
-#       4 questions a step (per_device_train_batch_size 4 x gradient_accumulation_steps 8), 32 extra rollouts
+#   a   the calculator's step (../calculator-step.sh): what the recipe now runs
 # Then greedy evaluation, 200 questions, of the club's test split and of an unseen club (seed 1).
 # Usage: run.sh warm (the recipe as shipped before: the warm start, then 30 GRPO steps at 5e-5, no KL, 4 x 4,
 #        written out: the recipe now runs arm a), then run.sh ARM SEED for each arm and seed, each from a copy
@@ -10,11 +9,9 @@
 set -u
 ARM=$1 SEED=${2:-0} OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
-A=(--set trainer.learning_rate=1e-5 --set trainer.beta=0.1 --set grpo.dynamic_sampling=true
-  --set grpo.max_extra_rollouts=32 --set trainer.num_generations=8 --set trainer.per_device_train_batch_size=4
-  --set trainer.gradient_accumulation_steps=8 --set trainer.save_steps=10 --set probes.demonstrations=32)
+source "$(dirname "$0")/../calculator-step.sh"
 case $ARM in
-  a) SETS=("${A[@]}") ;;
+  a) SETS=("${CALCULATOR_STEP[@]}") ;;
   warm) ;;
 esac
 [ -d "$OUT/club1" ] || python -m mcp_rl.datasets.club --seed 1 --out "$OUT/club1"
