@@ -151,3 +151,24 @@ def test_the_rubric_weights_are_the_trainers_unless_they_disagree(tmp_path) -> N
         environment=environment,
     )
     assert trainer.reward_func_names == ["constant"] and trainer.reward_weights.tolist() == [0.5]
+
+
+def test_prompted_datasets_are_keyed_on_the_prompt_not_a_random_hash() -> None:
+    """datasets cannot hash an Environment with running servers and falls back to a random fingerprint (and a
+    warning on every run): the same prompt must give the same fingerprint, so that its cache is used, and a
+    changed prompt a new one."""
+    from mcp_rl.config.sections import PromptConfig
+
+    _, tokenizer = tiny_model_and_tokenizer()
+    dataset = tiny_dataset(1)
+    fingerprints = []
+    for system in ("Answer with a name.", "Answer with a name.", "Answer with a number."):
+        prompt = PromptConfig(system=system, user_template="Q: {question}")
+        recipe = Recipe(tools=ToolsConfig(mcpServers={"echo": ECHO}), prompt=prompt)
+        with Environment.from_recipe(recipe, rewards=False) as environment:
+            environment.wire(tokenizer, None)
+            prompted = environment.with_prompts(dataset)
+            assert prompted[1]["prompt"] == environment.messages(dataset[1])
+        fingerprints.append(prompted._fingerprint)
+    assert fingerprints[0] == fingerprints[1], "the same prompt, a new fingerprint: datasets hashed at random"
+    assert fingerprints[0] != fingerprints[2], "a changed system prompt reused the cached prompts"

@@ -207,7 +207,18 @@ class Environment:
         """A ``datasets.Dataset`` with a ``prompt`` column of chat messages, unless it brings its own."""
         if "prompt" in dataset.column_names:
             return dataset
-        return dataset.map(lambda row: {"prompt": self.messages(row)})
+
+        def add_prompt(row: Mapping[str, Any]) -> dict[str, Any]:
+            return {"prompt": self.messages(row)}
+
+        if not hasattr(dataset, "_fingerprint"):  # an IterableDataset: mapped lazily, nothing to cache
+            return dataset.map(add_prompt)
+        # The builder cannot be hashed for datasets' cache (a warning on every run); the first row's
+        # messages carry its state (system prompt, few-shot, tool schemas); the dataset fingerprint, the rows.
+        from datasets.fingerprint import Hasher
+
+        state = self.messages(dataset[0]) if len(dataset) else None
+        return dataset.map(add_prompt, new_fingerprint=Hasher.hash((dataset._fingerprint, state)))
 
     def rollout_rows(self, rows: Sequence[Mapping[str, Any]], *, greedy: bool = False) -> list[Trajectory]:
         """One episode per dataset row (``engine.rollout`` takes message lists, several samples each)."""
