@@ -27,7 +27,7 @@ from mcp_rl.errors import ServerConfigError
 from mcp_rl.generation.base import TransformersGenerator
 from mcp_rl.tools import BlockingToolPool, FailureKind, ToolPool
 from mcp_rl.tools.server_config import parse_mcp_servers, parse_server
-from mcp_rl.tools.server_env import find_executable, pip_settings, uv_index_env
+from mcp_rl.tools.server_env import LAUNCHER_MODULE, find_executable, pip_settings, uv_index_env
 
 SQLITE_ERRORS = "^(Database )?[Ee]rror: "  # what mcp-server-sqlite writes instead of isError
 
@@ -200,12 +200,28 @@ def test_uvx_is_found_beside_our_interpreter_when_not_on_path(monkeypatch, tmp_p
     if not beside.exists():
         pytest.skip("uv is not installed beside this interpreter")
     monkeypatch.setenv("PATH", str(tmp_path))  # an unactivated venv: its bin is not on PATH
+    monkeypatch.setenv("MCP_RL_CACHE_DIR", str(tmp_path / "memo"))  # nothing learnt about the server yet
     config = parse_server("db", sqlite_entry(tmp_path / "x.db"))
     assert config.command == sys.executable
-    assert config.args[:3] == ["-m", "mcp_rl.tools.server_env", str(beside)]
+    assert config.args[:3] == ["-m", LAUNCHER_MODULE, str(beside)]
     assert config.args[3:] == ["mcp-server-sqlite", "--db-path", str(tmp_path / "x.db")]
     uv = parse_server("uv", {"command": "uv", "args": ["--version"]})
     assert uv.command == str(beside.parent / "uv") and uv.args == ["--version"]
+
+
+def test_a_server_known_to_need_mcp1_starts_with_it_directly_without_the_launcher(monkeypatch, tmp_path):
+    from mcp_rl.uvx_launcher import uvx_memo_key
+
+    monkeypatch.setenv("MCP_RL_CACHE_DIR", str(tmp_path / "elsewhere"))
+    memo = tmp_path / "memo"
+    memo.mkdir()
+    (memo / "servers-needing-mcp1.json").write_text(json.dumps([uvx_memo_key(["uvx", "mcp-server-sqlite"])]))
+    entry = sqlite_entry(tmp_path / "x.db", env={"MCP_RL_CACHE_DIR": str(memo)})  # the server's env counts
+    config = parse_server("db", entry)
+    assert Path(config.command).name == "uvx"
+    assert config.args == ["--with", "mcp<2", "mcp-server-sqlite", "--db-path", str(tmp_path / "x.db")]
+    other = parse_server("other", {**entry, "args": ["mcp-server-fetch"]})  # the memo is per package
+    assert other.args[:2] == ["-m", LAUNCHER_MODULE]
 
 
 def test_npx_without_node_is_one_line_naming_the_fix(monkeypatch, tmp_path):
@@ -296,7 +312,7 @@ def test_init_on_a_third_party_server_writes_a_recipe_that_validates(tmp_path):
 def test_the_mcp1_memo_is_kept_per_package_not_per_server_arguments():
     """A per-episode server gets a new database path every start: it must still find what an earlier start
     learnt (that it needs mcp<2) instead of crashing first each time."""
-    from mcp_rl.tools.server_env import uvx_memo_key
+    from mcp_rl.uvx_launcher import uvx_memo_key
 
     def key(*args: str) -> str:
         return uvx_memo_key(["/venv/bin/uvx", *args])

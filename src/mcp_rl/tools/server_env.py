@@ -6,34 +6,34 @@
   server reuses the environment the first one built.
 * ``npx`` needs Node.js; without it the config fails with one line naming the fix.
 * Python servers written for mcp 1.x often require an unbounded ``mcp>=1.x``, so uv resolves mcp 2 and
-  they crash on import. ``uvx`` runs through a small launcher (``python -m mcp_rl.tools.server_env``) that,
-  when
-  the server dies of an import or attribute error before answering and its environment holds mcp 2,
-  starts it once more with ``--with 'mcp<2'`` and remembers that, per package, for the next start
-  (``MCP_RL_CACHE_DIR`` or ``~/.cache/mcp-rl``).
+  they crash on import. ``uvx`` runs through a small launcher (``python -m mcp_rl.uvx_launcher``) that
+  finds that out and remembers it per package; a server already known to need ``mcp<2`` is started with
+  ``--with 'mcp<2'`` directly, without the launcher.
 """
 
 from __future__ import annotations
 
 import configparser
 import functools
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
-import threading
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
 from mcp_rl.errors import ServerConfigError
+from mcp_rl.uvx_launcher import needs_mcp1, with_mcp1
 
-__all__ = ["LAUNCHER_MODULE", "find_executable", "pip_settings", "prepare_command", "uv_index_env"]
+__all__ = [
+    "LAUNCHER_MODULE",
+    "find_executable",
+    "pip_settings",
+    "prepare_command",
+    "uv_index_env",
+]
 
-LAUNCHER_MODULE = "mcp_rl.tools.server_env"
+LAUNCHER_MODULE = "mcp_rl.uvx_launcher"
 # uv reads these itself; when any is set (by the user or the server's env) we translate nothing.
 _UV_INDEX_VARS = (
     "UV_DEFAULT_INDEX",
@@ -180,7 +180,10 @@ def prepare_command(
             )
         env = {**uv_index_env(env), **env}
         if name == "uvx" or args[:2] == ["tool", "run"]:
-            return sys.executable, ["-m", LAUNCHER_MODULE, executable, *args], env
+            argv = [executable, *args]
+            if needs_mcp1(argv, {**os.environ, **env}):  # learnt by the launcher at an earlier start
+                return executable, with_mcp1(argv)[1:], env
+            return sys.executable, ["-m", LAUNCHER_MODULE, *argv], env
         return executable, args, env
     if name == "npx":
         npx = command if os.sep in command else shutil.which("npx")
@@ -195,114 +198,3 @@ def prepare_command(
     if os.sep in command:
         return command, args, env
     return find_executable(command) or command, args, env
-
-
-# -- the uvx launcher: runs in the server's place, as `python -m mcp_rl.tools.server_env UVX ARGS...`
-_API_ERROR = re.compile(r"^(ImportError|ModuleNotFoundError|AttributeError)\b", re.MULTILINE)
-_SITE_PACKAGES = re.compile(r'File "(.+?[/\\]site-packages)[/\\]')
-_MCP1 = "mcp<2"
-
-
-def _memo_path() -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcp-rl"
-    return Path(os.environ.get("MCP_RL_CACHE_DIR") or cache) / "servers-needing-mcp1.json"
-
-
-# uv options that take a value as the next argument (``--opt=value`` needs no entry).
-_UV_VALUE_OPTIONS = {
-    "--from", "--with", "--with-editable", "--with-requirements", "--python", "-p", "--index",
-    "--default-index", "--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--constraints",
-    "-c", "--overrides", "--build-constraints", "-b", "--cache-dir", "--directory", "--project",
-    "--config-file", "--env-file", "--index-strategy", "--resolution", "--prerelease", "--refresh-package",
-    "--reinstall-package", "--upgrade-package", "-P", "--exclude-newer", "--keyring-provider",
-}  # fmt: skip
-
-
-def uvx_memo_key(argv: list[str]) -> str:
-    """The key a uvx command's "needs the MCP 1.x SDK" memo is kept under: what uv resolves (its options
-    and the package), without uvx's own path (it differs between venvs) and without the server's arguments
-    (a per-episode server gets another database path every start)."""
-    at = 3 if argv[1:3] == ["tool", "run"] else 1
-    while at < len(argv) and argv[at].startswith("-"):
-        at += 2 if argv[at] in _UV_VALUE_OPTIONS else 1
-    return json.dumps(argv[1 : at + 1])
-
-
-def _needs_mcp1(argv: list[str]) -> bool:
-    try:
-        return uvx_memo_key(argv) in json.loads(_memo_path().read_text())
-    except (OSError, ValueError, TypeError):
-        return False
-
-
-def _remember_mcp1(argv: list[str]) -> None:
-    path = _memo_path()
-    try:
-        known = json.loads(path.read_text()) if path.exists() else []
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(sorted({*known, uvx_memo_key(argv)})))
-    except (OSError, ValueError):
-        pass  # only costs the next start one more failed attempt
-
-
-def _with_mcp1(argv: list[str]) -> list[str]:
-    # `uvx OPTIONS PACKAGE ...` and `uv tool run OPTIONS PACKAGE ...`: options go before the package.
-    at = 3 if argv[1:3] == ["tool", "run"] else 1
-    return [*argv[:at], "--with", _MCP1, *argv[at:]]
-
-
-def _crashed_on_mcp2(stderr: str) -> bool:
-    """A traceback ending in an import or attribute error, from an environment that holds mcp 2."""
-    if "Traceback (most recent call last)" not in stderr or not _API_ERROR.search(stderr):
-        return False
-    sites = set(_SITE_PACKAGES.findall(stderr))
-    return any(any(Path(site).glob("mcp-2.*.dist-info")) for site in sites)
-
-
-def _run(argv: list[str], on_answer: Callable[[], None] | None = None) -> tuple[int, bool, str]:
-    """Run the server with our stdin; copy its stdout and stderr through. Returns (exit code, whether it
-    wrote anything to stdout, the tail of its stderr); ``on_answer`` runs at its first stdout bytes."""
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    answered = threading.Event()
-    tail: deque[bytes] = deque(maxlen=200)
-
-    def pump(source: int, target: int, lines: deque[bytes] | None) -> None:
-        while chunk := os.read(source, 65536):
-            if lines is not None:
-                lines.append(chunk)
-            elif not answered.is_set():
-                answered.set()
-                if on_answer is not None:
-                    on_answer()
-            os.write(target, chunk)
-
-    assert process.stdout is not None and process.stderr is not None
-    threads = [
-        threading.Thread(target=pump, args=(process.stdout.fileno(), 1, None), daemon=True),
-        threading.Thread(target=pump, args=(process.stderr.fileno(), 2, tail), daemon=True),
-    ]
-    for thread in threads:
-        thread.start()
-    code = process.wait()
-    for thread in threads:
-        thread.join()
-    return code, answered.is_set(), b"".join(tail).decode(errors="replace")
-
-
-def _launch(argv: list[str]) -> int:
-    if _needs_mcp1(argv):
-        return _run(_with_mcp1(argv))[0]
-    code, answered, stderr = _run(argv)
-    if code == 0 or answered or not _crashed_on_mcp2(stderr):
-        return code
-    # Nothing was said on stdout, so our stdin (the client's initialize request) is still unread.
-    sys.stderr.write(
-        f"mcp-rl: this server was written for mcp 1.x but uv installed mcp 2; starting it again with "
-        f"--with '{_MCP1}'\n"
-    )
-    # Remembered as soon as the second try answers: the session may end with a kill, not an exit code.
-    return _run(_with_mcp1(argv), on_answer=lambda: _remember_mcp1(argv))[0]
-
-
-if __name__ == "__main__":
-    sys.exit(_launch(sys.argv[1:]))
