@@ -2,8 +2,8 @@
 
 Both servers here need an older ``mcp`` than ours: ``mcp-server-calculator`` pins ``mcp<2``, while
 ``mcp-server-sqlite`` asks for ``mcp>=1.6`` and crashes on the mcp 2 that uv picks for it, so the launcher
-in ``server_env`` restarts it with ``mcp<2``. The first run downloads them from PyPI with uv; machines that
-cannot reach the index skip with the reason.
+(``mcp_rl.uvx_launcher``) restarts it with ``mcp<2``. The first run downloads them from PyPI with uv;
+machines that cannot reach the index skip with the reason.
 """
 
 from __future__ import annotations
