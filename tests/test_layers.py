@@ -3,7 +3,9 @@ themselves, read with ``ast``: every ``import`` counts, at module level or insid
 function-level import runs too, only later.
 
 * ``tools/`` is what a production agent may reuse alone: the standard library, the MCP SDK and its
-  transport and schema libraries, and ``mcp_rl.tools.*`` / ``mcp_rl.errors`` — no torch, no other layer.
+  transport and schema libraries, and ``mcp_rl.tools.*`` and the two leaves ``mcp_rl.errors`` /
+  ``mcp_rl.uvx_launcher`` — no torch, no other layer. The launcher itself imports the standard library
+  only: it starts once per server instance.
 * ``config/`` describes and loads recipes and runs nothing: no other layer, no MCP, no torch.
 * ``generation/`` turns token ids into token ids: it never reaches up into env, rewards or training.
 * No private name (``_x``) is imported from another module, in the package or in the tests.
@@ -28,6 +30,8 @@ LAYERS = ("tools", "config", "env", "generation", "rewards", "training")
 # arguments (pydantic with the packages it is made of)...
 MCP_LIBRARIES = {"mcp", "mcp_types", "anyio", "httpx", "httpx2", "httpcore", "jsonschema"}
 MCP_LIBRARIES |= {"pydantic", "pydantic_core", "typing_extensions"}
+# Modules outside tools/ that tools/ may import: they import nothing of the package.
+TOOLS_LEAVES = {"mcp_rl.errors", "mcp_rl.uvx_launcher"}
 # ...and ``uv``, whose own lookup finds the ``uvx`` that starts Python servers (optional, imported late).
 TOOLS_THIRD_PARTY = {*MCP_LIBRARIES, "uv"}
 # Anything that loads a model or runs an MCP session: config/ must stay importable without them.
@@ -103,12 +107,18 @@ def test_tools_import_only_mcp_and_its_libraries() -> None:
         if (third_party(found) and top(found.module) not in TOOLS_THIRD_PARTY)
         or (
             top(found.module) == "mcp_rl"
-            and not (is_layer(found.module, "tools") or found.module == "mcp_rl.errors")
+            and not (is_layer(found.module, "tools") or found.module in TOOLS_LEAVES)
         )
     ]
     assert not offenders, "tools/ must not import these (a production agent uses it alone):\n" + report(
         offenders
     )
+
+
+def test_the_uvx_launcher_imports_only_the_standard_library() -> None:
+    found = list(imports(PACKAGE / "uvx_launcher.py"))
+    assert {i.module for i in found} >= {"subprocess", "json"}, found  # the reader saw its imports
+    assert not [i for i in found if top(i.module) not in sys.stdlib_module_names]
 
 
 def test_importing_tools_loads_no_torch_and_no_other_layer() -> None:
