@@ -324,3 +324,16 @@ def test_the_mcp1_memo_is_kept_per_package_not_per_server_arguments():
     assert key("--from", "pkg==1", "tool") != key("--from", "pkg==2", "tool")
     assert key("--with=a", "-q", "tool", "1") == key("--with=a", "-q", "tool", "2") != key("tool")
     assert uvx_memo_key(["uv", "tool", "run", "pkg", "a"]) == uvx_memo_key(["uv", "tool", "run", "pkg", "b"])
+
+
+@pytest.mark.parametrize("module", [LAUNCHER_MODULE, "mcp_rl.tools.server_env"])
+def test_the_launcher_runs_the_command_at_its_path_and_at_the_one_before(module, tmp_path):
+    # A run started before the launcher moved still writes the old module path for every server it starts.
+    echo = shutil.which("echo")
+    if echo is None:
+        pytest.skip("no echo on PATH")
+    env = {**os.environ, "MCP_RL_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", module, echo, "served"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert (done.returncode, done.stdout) == (0, "served\n"), done.stderr[-2000:]

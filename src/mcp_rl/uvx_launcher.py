@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-__all__ = ["needs_mcp1", "uvx_memo_key", "with_mcp1"]
+__all__ = ["launch", "needs_mcp1", "uvx_memo_key", "with_mcp1"]
 
 _API_ERROR = re.compile(r"^(ImportError|ModuleNotFoundError|AttributeError)\b", re.MULTILINE)
 _SITE_PACKAGES = re.compile(r'File "(.+?[/\\]site-packages)[/\\]')
@@ -116,7 +116,8 @@ def _run(argv: list[str], on_answer: Callable[[], None] | None = None) -> tuple[
     return code, answered.is_set(), b"".join(tail).decode(errors="replace")
 
 
-def _launch(argv: list[str]) -> int:
+def launch(argv: list[str]) -> int:
+    """Run the uvx command `argv` as the server, with `mcp<2` where it needs it; its exit code."""
     if needs_mcp1(argv):
         # Nothing to watch for: uv takes this process's place (no copying of every message through us).
         command = with_mcp1(argv)
@@ -134,4 +135,4 @@ def _launch(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_launch(sys.argv[1:]))
+    sys.exit(launch(sys.argv[1:]))

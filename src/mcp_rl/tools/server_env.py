@@ -198,3 +198,9 @@ def prepare_command(
     if os.sep in command:
         return command, args, env
     return find_executable(command) or command, args, env
+
+
+if __name__ == "__main__":  # the launcher's path before mcp_rl.uvx_launcher: commands written then still run
+    from mcp_rl.uvx_launcher import launch
+
+    sys.exit(launch(sys.argv[1:]))
