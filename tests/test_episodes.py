@@ -161,3 +161,34 @@ def test_http_servers_the_pool_starts_per_episode(seed_db):
         assert rows(second.call("sql", {"query": "SELECT name FROM members"}).text) == ["seed"]
         pool.close_episodes([first, second])
     assert child_pids() == children_before, "the launched HTTP servers are stopped"
+
+
+def test_instances_after_the_first_skip_the_handshake_probe(tmp_path):
+    # A 1.x-era server fails `server/discover` (and logs a page about it) before every `initialize`: only the
+    # first instance is asked; the others start with the initialize handshake and still serve.
+    probes = tmp_path / "probes.txt"
+    entry = {
+        "command": sys.executable,
+        "args": [str(ROOT / "tests" / "servers" / "legacy_only.py"), "--probes", str(probes)],
+        "scope": "episode",
+        "warm": 2,
+    }
+    with BlockingToolPool(parse_mcp_servers({"legacy": entry})) as pool:
+        episodes = pool.open_episodes(4)
+        answers = [episode.call("shout", {"text": f"episode {i}"}) for i, episode in enumerate(episodes)]
+        pool.close_episodes(episodes)
+        started = pool.metrics()["episodes/started"]
+    assert [a.text for a in answers] == [f"EPISODE {i}" for i in range(4)], answers
+    assert started >= 5 and probes.read_text().splitlines() == ["discover"]
+
+
+def test_a_modern_servers_later_instances_reuse_its_discovery(seed_db):
+    with BlockingToolPool(parse_mcp_servers({"db": episode_entry(seed_db, warm=1)})) as pool:
+        episodes = pool.open_episodes(3)
+        seen = [episode.call("sql", {"query": "SELECT name FROM members"}) for episode in episodes]
+        handshakes = [episode.episode.connections["db"].handshake for episode in episodes]
+        pool.close_episodes(episodes)
+    assert all(s.ok and rows(s.text) == ["seed"] for s in seen)
+    # The one learnt from the first instance, handed on (each learning its own would be equal, not the same).
+    assert all(h is handshakes[0] for h in handshakes)
+    assert handshakes[0].mode not in ("auto", "legacy") and handshakes[0].prior_discover is not None

@@ -17,12 +17,13 @@ import signal
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
 import httpx2
 from mcp import Client
-from mcp.types import Tool
+from mcp.types import DiscoverResult, Tool
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_rl.tools.cancellations import cancelling_in_background
@@ -37,11 +38,38 @@ from mcp_rl.tools.stdio import stdio_server
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Handshake:
+    """The ``mode`` a client connects with (the SDK's ``ConnectMode``) and, for a version pin, the server's
+    ``DiscoverResult``: ``auto`` probes ``server/discover`` and falls back to ``initialize``."""
+
+    mode: str = "auto"
+    prior_discover: DiscoverResult | None = None
+
+    @classmethod
+    def learnt(cls, client: Client) -> Handshake:
+        """What ``client``'s ``auto`` handshake found: a legacy server (whose failing ``server/discover``
+        a mcp 1.x server answers with a page of validation errors in its log) or a modern one's version."""
+        discovered = client.session.discover_result
+        if discovered is None:
+            return cls("legacy")
+        return cls(client.session.protocol_version or "auto", discovered)
+
+
 class ServerConnection:
     """One server: its supervisor task, its live client and the calls in flight on it."""
 
-    def __init__(self, config: ServerConfig, errlog: TextSink, ping_interval_s: float) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        errlog: TextSink,
+        ping_interval_s: float,
+        handshake: Handshake | None = None,
+    ) -> None:
         self.config = config
+        # How this server negotiates its protocol version, once a connection has found out (or from an
+        # earlier instance of the same per-episode server): later connections go straight to it.
+        self.handshake = handshake or Handshake()
         self.listing = ToolListingFilter(config.name)  # tools the client would refuse, skipped
         self.errlog = errlog
         # The running process's stderr (a drained pipe), and what it said when it failed to start.
@@ -76,6 +104,7 @@ class ServerConnection:
         if config.url is not None:
             http = cancelling_in_background(self._http_transport())
             return Client(skipping_invalid_tools(http, self.listing))
+        handshake = {"mode": self.handshake.mode, "prior_discover": self.handshake.prior_discover}
         transport = stdio_server(
             config.command or "",
             config.args,
@@ -86,7 +115,7 @@ class ServerConnection:
             errlog=self._stderr_stream(),
             name=config.name,
         )
-        return Client(skipping_invalid_tools(cancelling_in_background(transport), self.listing))
+        return Client(skipping_invalid_tools(cancelling_in_background(transport), self.listing), **handshake)
 
     def _stderr_stream(self) -> TextIO:
         assert self.stderr is not None, "supervise opens the stderr pipe before starting a process"
@@ -135,6 +164,10 @@ class ServerConnection:
                     with anyio.CancelScope(deadline=deadline) as start:
                         try:
                             async with self._client() as client:
+                                # Stdio only: an HTTP address may be served by another version tomorrow.
+                                stdio = self.config.url is None and self.config.server is None
+                                if self.handshake.mode == "auto" and stdio:
+                                    self.handshake = Handshake.learnt(client)
                                 self.tools = await _list_all_tools(client)
                                 start.deadline = math.inf
                                 watchdog.cancel()

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 import anyio
 import anyio.abc
 
-from mcp_rl.tools.connection import ServerConnection
+from mcp_rl.tools.connection import Handshake, ServerConnection
 from mcp_rl.tools.folders import make_episode_folder, sweep_orphans
 from mcp_rl.tools.launch import free_port
 from mcp_rl.tools.results import ToolPoolError, describe_error
@@ -177,6 +177,9 @@ class EpisodeServers:
         self._starting = anyio.CapacityLimiter(max(1, len(os.sched_getaffinity(0))))
         self._refilling = 0
         self._closed = False
+        # Per server name, how its first instance negotiated: every later instance of the same command skips
+        # the probe (a mcp 1.x server's failing `server/discover`, a modern server's round trip).
+        self.handshakes: dict[str, Handshake] = {}
 
     @property
     def names(self) -> set[str]:
@@ -277,14 +280,16 @@ class EpisodeServers:
             for config in self.configs:
                 run_setup(config, episode, row, probe=probe)
                 instance = instance_config(config, episode)
-                connection = ServerConnection(instance, self.errlog, self.ping_interval_s)
+                handshake = self.handshakes.get(config.name)
+                connection = ServerConnection(instance, self.errlog, self.ping_interval_s, handshake)
                 episode.connections[config.name] = connection
                 scope, stopped = anyio.CancelScope(), anyio.Event()
                 episode._scopes.append(scope)
                 episode._stopped.append(stopped)
                 self._task_group.start_soon(_supervise, connection, scope, stopped)
-            for connection in episode.connections.values():
+            for name, connection in episode.connections.items():
                 await connection.wait_started()
+                self.handshakes.setdefault(name, connection.handshake)
         except BaseException as error:
             self.failed_starts += 1
             with anyio.CancelScope(shield=True):
