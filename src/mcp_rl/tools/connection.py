@@ -104,7 +104,6 @@ class ServerConnection:
         if config.url is not None:
             http = cancelling_in_background(self._http_transport())
             return Client(skipping_invalid_tools(http, self.listing))
-        handshake = {"mode": self.handshake.mode, "prior_discover": self.handshake.prior_discover}
         transport = stdio_server(
             config.command or "",
             config.args,
@@ -115,7 +114,11 @@ class ServerConnection:
             errlog=self._stderr_stream(),
             name=config.name,
         )
-        return Client(skipping_invalid_tools(cancelling_in_background(transport), self.listing), **handshake)
+        return Client(
+            skipping_invalid_tools(cancelling_in_background(transport), self.listing),
+            mode=self.handshake.mode,
+            prior_discover=self.handshake.prior_discover,
+        )
 
     def _stderr_stream(self) -> TextIO:
         assert self.stderr is not None, "supervise opens the stderr pipe before starting a process"
@@ -165,8 +168,7 @@ class ServerConnection:
                         try:
                             async with self._client() as client:
                                 # Stdio only: an HTTP address may be served by another version tomorrow.
-                                stdio = self.config.url is None and self.config.server is None
-                                if self.handshake.mode == "auto" and stdio:
+                                if self.handshake.mode == "auto" and self.config.transport == "stdio":
                                     self.handshake = Handshake.learnt(client)
                                 self.tools = await _list_all_tools(client)
                                 start.deadline = math.inf
