@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -248,3 +249,20 @@ def test_train_top_layers_stops_the_backward_pass_at_the_lowest_trainable_layer(
     assert count == sum(p.numel() for name, p in model.named_parameters() if name in with_grad)
     with pytest.raises(ValueError, match=r"model\.train_top_layers: the model has 3 layers, got 4"):
         train_top_layers(model, 4)
+
+
+@pytest.mark.parametrize("cap", [{"ATEN_CPU_CAPABILITY": "avx2"}, {"ONEDNN_MAX_CPU_ISA": "AVX2"}])
+def test_a_cpu_capped_at_avx2_loads_float32_and_trains_without_bf16(cap: dict[str, str]) -> None:
+    """How a machine with AVX512-BF16 stands in for a laptop without it (the README's timing advice)."""
+    probe = (
+        "from mcp_rl.generation.models import pick_dtype; from mcp_rl.training.run import grpo_config;"
+        "from mcp_rl.config.recipe import load_recipe;"
+        "print(pick_dtype('auto'), grpo_config(load_recipe('search'), '/tmp/unused').bf16)"
+    )
+    caps = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+    env = {key: value for key, value in os.environ.items() if key not in caps}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env={**env, **cap}, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["torch.float32", "False"], done.stdout

@@ -89,10 +89,18 @@ def resolve_model_path(name_or_path: str) -> str:
 
 
 def cpu_supports_bf16() -> bool:
-    """bf16 matmuls are fast only with AMX or AVX512-BF16; elsewhere they are slower than fp32."""
+    """bf16 matmuls are fast only with AMX or AVX512-BF16; elsewhere they are slower than fp32.
+
+    PyTorch's ``ATEN_CPU_CAPABILITY`` and oneDNN's ``ONEDNN_MAX_CPU_ISA`` count as the CPU's: set to AVX2,
+    they make a machine with AVX512-BF16 run as a laptop without it would, in float32."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
+        return False
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX512", "AVX512_BF16", "AMX"):  # ATEN_CPU_CAPABILITY
+        return False
+    isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+    if isa_cap != "ALL" and not isa_cap.startswith(("AVX512_CORE_BF16", "AVX512_CORE_AMX", "AVX10")):
         return False
     return "amx_bf16" in flags or "avx512_bf16" in flags
 
