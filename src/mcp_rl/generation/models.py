@@ -97,7 +97,7 @@ def cpu_supports_bf16() -> bool:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
         return False
-    if torch.backends.cpu.get_cpu_capability() not in ("AVX512", "AVX512_BF16", "AMX"):  # ATEN_CPU_CAPABILITY
+    if torch.backends.cpu.get_cpu_capability() != "AVX512":  # ATEN_CPU_CAPABILITY lowers it
         return False
     isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
     if isa_cap != "ALL" and not isa_cap.startswith(("AVX512_CORE_BF16", "AVX512_CORE_AMX", "AVX10")):
