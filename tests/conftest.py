@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from mcp_rl.datasets import arithmetic
+from mcp_rl.tools import BlockingToolPool
+from mcp_rl.tools.server_config import parse_mcp_servers
+
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_SERVER = str(ROOT / "tests" / "servers" / "echo.py")
 SQLITE_SERVER = str(ROOT / "tests" / "servers" / "sqlite_db.py")  # a stateful server: one SQLite file
@@ -172,6 +176,20 @@ def tiny_model_dir(searching_tiny_model, tmp_path_factory) -> Path:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def calculator_pool() -> Iterator[BlockingToolPool]:
+    """The calculator MCP server as the recipe runs it: a subprocess over stdio, behind the tool pool."""
+    entry = {"command": "python", "args": ["-m", "tool_servers.calculator"], "cwd": str(ROOT)}
+    with BlockingToolPool(parse_mcp_servers({"calculator": entry})) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="session")
+def arithmetic_splits() -> dict[str, list[dict[str, object]]]:
+    """Every split of the arithmetic dataset at seed 0 and the default sizes: the shipped copy."""
+    return arithmetic.generate(seed=0)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from mcp_rl.datasets import arithmetic, builtin_dataset_dir, write_jsonl
 from mcp_rl.datasets.arithmetic.composed import FORMS, STORIES, worked
 from mcp_rl.env.data import load_split
 from mcp_rl.tools import BlockingToolPool
-from mcp_rl.tools.server_config import parse_mcp_servers
 from tool_servers.calculator import calculate
 
 Rows = dict[str, list[dict[str, object]]]
@@ -27,21 +25,8 @@ N_VARIED = 2000
 
 
 @pytest.fixture(scope="module")
-def rows() -> Rows:
-    return arithmetic.generate(seed=0)
-
-
-@pytest.fixture(scope="module")
-def composed(rows: Rows) -> list[dict[str, object]]:
-    return rows["train_composed"][N_VARIED:]
-
-
-@pytest.fixture(scope="module")
-def calculator() -> Iterator[BlockingToolPool]:
-    """The calculator MCP server as the recipe runs it: a subprocess over stdio, behind the tool pool."""
-    entry = {"command": "python", "args": ["-m", "tool_servers.calculator"], "cwd": str(ROOT)}
-    with BlockingToolPool(parse_mcp_servers({"calculator": entry})) as pool:
-        yield pool
+def composed(arithmetic_splits: Rows) -> list[dict[str, object]]:
+    return arithmetic_splits["train_composed"][N_VARIED:]
 
 
 def form(expression: object) -> str:
@@ -50,29 +35,35 @@ def form(expression: object) -> str:
     return NUMBER.sub(lambda _: next(names), str(expression))
 
 
-def test_composed_split_is_the_varied_split_then_composed_rows(rows: Rows, composed: list[dict]) -> None:
-    assert "train_composed" in arithmetic.SPLITS and set(rows) == set(arithmetic.SPLITS)
-    assert rows["train_composed"][:N_VARIED] == rows["train_varied"]
+def test_composed_split_is_the_varied_split_then_composed_rows(
+    arithmetic_splits: Rows, composed: list[dict]
+) -> None:
+    assert "train_composed" in arithmetic.SPLITS and set(arithmetic_splits) == set(arithmetic.SPLITS)
+    assert arithmetic_splits["train_composed"][:N_VARIED] == arithmetic_splits["train_varied"]
     assert len(composed) == 600
     for i, row in enumerate(composed):
         assert list(row) == ["id", "question", "golden_answers", "expression", "kind", "steps"]
         assert (row["id"], row["kind"], row["steps"]) == (f"composed_{i}", "composed", 2)
 
 
-def test_shipped_file_is_the_seed_0_output(rows: Rows, tmp_path: Path) -> None:
+def test_shipped_file_is_the_seed_0_output(arithmetic_splits: Rows, tmp_path: Path) -> None:
     # If this fails, the generator changed: regenerate with
     # `python -m mcp_rl.datasets.arithmetic --seed 0 --out src/mcp_rl/datasets/arithmetic`.
-    write_jsonl(tmp_path / "train_composed.jsonl", rows["train_composed"])
+    write_jsonl(tmp_path / "train_composed.jsonl", arithmetic_splits["train_composed"])
     shipped = builtin_dataset_dir("arithmetic") / "train_composed.jsonl"
     assert shipped.read_bytes() == (tmp_path / "train_composed.jsonl").read_bytes()
 
 
-def test_golden_answer_is_what_the_calculator_server_returns(
-    composed: list[dict], calculator: BlockingToolPool
-) -> None:
-    results = calculator.call_many([("calculate", {"expression": row["expression"]}) for row in composed])
-    for row, result in zip(composed, results, strict=True):
+def assert_calculator_returns_the_golden_answers(rows: list[dict], calculator: BlockingToolPool) -> None:
+    results = calculator.call_many([("calculate", {"expression": row["expression"]}) for row in rows])
+    for row, result in zip(rows, results, strict=True):
         assert result.ok and [result.text] == row["golden_answers"], (row, result.text)
+
+
+def test_golden_answer_is_what_the_calculator_server_returns(
+    composed: list[dict], calculator_pool: BlockingToolPool
+) -> None:
+    assert_calculator_returns_the_golden_answers(composed, calculator_pool)
 
 
 def test_questions_state_exactly_the_numbers_of_their_expression(composed: list[dict]) -> None:
@@ -120,10 +111,12 @@ def test_every_value_along_the_way_is_positive_and_short(composed: list[dict]) -
     assert any("." in str(row["expression"]) for row in composed)  # money with cents appears
 
 
-def test_composed_questions_are_new(rows: Rows, composed: list[dict]) -> None:
+def test_composed_questions_are_new(arithmetic_splits: Rows, composed: list[dict]) -> None:
     questions = [row["question"] for row in composed]
     assert len(set(questions)) == len(questions)
-    others = {row["question"] for split in ("train", "test", "train_varied") for row in rows[split]}
+    others = {
+        row["question"] for split in ("train", "test", "train_varied") for row in arithmetic_splits[split]
+    }
     assert not others & set(questions)
 
 
@@ -137,8 +130,10 @@ def test_composed_count_is_a_parameter_and_seeds_differ() -> None:
     assert [r["question"] for r in other["train_composed"][20:]] != [r["question"] for r in extra]
 
 
-def test_recipe_setting_loads_the_composed_split(rows: Rows) -> None:
+def test_recipe_setting_loads_the_composed_split(arithmetic_splits: Rows) -> None:
     recipe = load_recipe("calculator", ["data.train_split=train_composed"], check_trainer=False)
     loaded = load_split(recipe, "train")
-    assert loaded["id"] == [r["id"] for r in rows["train_composed"]]
-    assert loaded["expression"][-600:] == [r["expression"] for r in rows["train_composed"][-600:]]
+    assert loaded["id"] == [r["id"] for r in arithmetic_splits["train_composed"]]
+    assert loaded["expression"][-600:] == [
+        r["expression"] for r in arithmetic_splits["train_composed"][-600:]
+    ]

@@ -23,8 +23,8 @@ CONSTANTS = {"percent": ["100", "100"], "convert": ["1000"]}
 
 
 @pytest.fixture(scope="module")
-def rows() -> Rows:
-    return arithmetic.generate(seed=0)
+def rows(arithmetic_splits: Rows) -> Rows:
+    return arithmetic_splits
 
 
 def _by_kind(rows: list[dict[str, object]]) -> dict[str, list[dict[str, object]]]:

@@ -16,8 +16,11 @@ tells each problem in other settings, sentence orders and verbs, which the test 
 picks it with ``data.train_split: train_varied``). ``train_composed.jsonl`` is ``train_varied`` followed by
 problems of kind ``composed`` (:mod:`.composed`): two operations over three numbers in every ordered pair of
 ``+ - * /`` (``(a - b) / c``, ``a / b + c``, ...), which the kinds above never compose, so a model trained on
-them alone fails those (``data.train_split: train_composed``). Seed 0 with the default sizes is the copy
-shipped next to this file.
+them alone fails those (``data.train_split: train_composed``). ``train_broad.jsonl`` is ``train_composed``
+followed by a broad curriculum (:mod:`.curriculum`): the semantic categories of one- and two-step word
+problems (join, separate, part-whole, compare, equal groups, sharing, rates, prices, ...), each told by
+several templates, so the operation has to be read from meaning (``data.train_split: train_broad``).
+Seed 0 with the default sizes is the copy shipped next to this file.
 
 Command line: ``python -m mcp_rl.datasets.arithmetic --seed 1 --out DIR`` (another seed: new numbers and
 items, the same kinds of problem).
@@ -34,9 +37,10 @@ from pathlib import Path
 
 from mcp_rl.datasets import write_jsonl
 from mcp_rl.datasets.arithmetic.composed import composed_problems
+from mcp_rl.datasets.arithmetic.curriculum import broad_problems
 from mcp_rl.datasets.arithmetic.phrasings import vary_training_phrasings
 
-SPLITS = ("train", "train_varied", "train_composed", "test")
+SPLITS = ("train", "train_varied", "train_composed", "train_broad", "test")
 
 # (container, plural, item) for the counting problems; (item, lowest and highest price in cents) for shops.
 _CONTAINERS = [
@@ -186,11 +190,12 @@ KINDS: dict[str, Callable[[random.Random], Problem]] = {
 
 
 def generate(
-    seed: int = 0, n_train: int = 2000, n_test: int = 300, n_composed: int = 600
+    seed: int = 0, n_train: int = 2000, n_test: int = 300, n_composed: int = 600, n_broad: int = 1500
 ) -> dict[str, list[dict[str, object]]]:
-    """``{"train": rows, "test": rows, "train_varied": rows, "train_composed": rows}``: the kinds in turn,
-    numbers from ``Random(seed)``, no repeats; ``train_varied`` is ``train`` phrased anew, and
-    ``train_composed`` is ``train_varied`` then ``n_composed`` problems of kind ``composed``."""
+    """``{"train": rows, "test": rows, "train_varied": rows, "train_composed": rows, "train_broad": rows}``:
+    the kinds in turn, numbers from ``Random(seed)``, no repeats; ``train_varied`` is ``train`` phrased anew,
+    ``train_composed`` is ``train_varied`` then ``n_composed`` problems of kind ``composed``, and
+    ``train_broad`` is ``train_composed`` then ``n_broad`` curriculum problems, of their category's kind."""
     rng = random.Random(seed)
     names = list(KINDS)
     seen: set[str] = set()
@@ -229,27 +234,38 @@ def generate(
     # Its own generator too, and no question of another split, so a model tested on test has not seen it.
     taken = {str(row["question"]) for split in ("train", "test", "train_varied") for row in out[split]}
     composed = composed_problems(random.Random(f"composed problems {seed}"), n_composed, taken)
-    out["train_composed"] = out["train_varied"] + [
-        {
-            "id": f"composed_{i}",
-            "question": question,
-            "golden_answers": [format_value(value)],
-            "expression": expression,
-            "kind": "composed",
-            "steps": 2,
-        }
-        for i, (question, expression, value) in enumerate(composed)
-    ]
+    out["train_composed"] = out["train_varied"] + _rows(
+        "composed", [(question, expression, value, "composed", 2) for question, expression, value in composed]
+    )
+    # Its own generator as well, so the splits above stay byte for byte what they were.
+    taken |= {str(row["question"]) for row in out["train_composed"]}
+    broad = broad_problems(random.Random(f"broad problems {seed}"), n_broad, taken)
+    out["train_broad"] = out["train_composed"] + _rows("broad", broad)
     return out
 
 
-def write(
-    out_dir: str | Path, seed: int = 0, n_train: int = 2000, n_test: int = 300, n_composed: int = 600
-) -> Path:
-    """Write a ``.jsonl`` per split for ``seed`` into ``out_dir`` (created if needed)."""
+def _rows(prefix: str, problems: Sequence[tuple[str, str, Fraction, str, int]]) -> list[dict[str, object]]:
+    """Rows of a split's file, ids ``<prefix>_0``, ``<prefix>_1``, ...: (question, expression, value, kind,
+    steps) with the value written as the calculator prints it."""
+    return [
+        {
+            "id": f"{prefix}_{i}",
+            "question": question,
+            "golden_answers": [format_value(value)],
+            "expression": expression,
+            "kind": kind,
+            "steps": steps,
+        }
+        for i, (question, expression, value, kind, steps) in enumerate(problems)
+    ]
+
+
+def write(out_dir: str | Path, seed: int = 0, **sizes: int) -> Path:
+    """Write a ``.jsonl`` per split for ``seed`` into ``out_dir`` (created if needed); ``sizes`` are
+    :func:`generate`'s ``n_train``, ``n_test``, ``n_composed`` and ``n_broad``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for split, rows in generate(seed, n_train, n_test, n_composed).items():
+    for split, rows in generate(seed, **sizes).items():
         write_jsonl(out / f"{split}.jsonl", rows)
     return out
 
@@ -263,9 +279,12 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--n-train", type=int, default=2000)
     parser.add_argument("--n-test", type=int, default=300)
     parser.add_argument("--n-composed", type=int, default=600, help="Composed problems after train_varied.")
+    parser.add_argument("--n-broad", type=int, default=1500, help="Curriculum problems after train_composed.")
     args = parser.parse_args(argv)
-    path = write(args.out, args.seed, args.n_train, args.n_test, args.n_composed)
+    sizes = {"n_train": args.n_train, "n_test": args.n_test, "n_composed": args.n_composed}
+    path = write(args.out, args.seed, **sizes, n_broad=args.n_broad)
     out(
         f"wrote {args.n_train} train (and as many varied), {args.n_test} test and "
-        f"{args.n_train + args.n_composed} train_composed problems to {path}"
+        f"{args.n_train + args.n_composed} train_composed and "
+        f"{args.n_train + args.n_composed + args.n_broad} train_broad problems to {path}"
     )
