@@ -281,8 +281,13 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--n-composed", type=int, default=600, help="Composed problems after train_varied.")
     parser.add_argument("--n-broad", type=int, default=1500, help="Curriculum problems after train_composed.")
     args = parser.parse_args(argv)
-    sizes = {"n_train": args.n_train, "n_test": args.n_test, "n_composed": args.n_composed}
-    path = write(args.out, args.seed, **sizes, n_broad=args.n_broad)
+    sizes = {
+        "n_train": args.n_train,
+        "n_test": args.n_test,
+        "n_composed": args.n_composed,
+        "n_broad": args.n_broad,
+    }
+    path = write(args.out, args.seed, **sizes)
     out(
         f"wrote {args.n_train} train (and as many varied), {args.n_test} test and "
         f"{args.n_train + args.n_composed} train_composed and "

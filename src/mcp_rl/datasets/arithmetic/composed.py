@@ -24,7 +24,7 @@ from fractions import Fraction
 # every ordered pair left to right, and two where the first result is what gets subtracted or divided by.
 _SHAPES = [(first, then, False) for first in "+-*/" for then in "+-*/"] + [("*", "-", True), ("+", "/", True)]
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
-_APPLY: dict[str, Callable[[Fraction, Fraction], Fraction]] = {
+APPLY: dict[str, Callable[[Fraction, Fraction], Fraction]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
 }  # fmt: skip
 _NAMES = (
@@ -304,13 +304,13 @@ STORIES: dict[str, tuple[Story, ...]] = {
 }  # fmt: skip
 
 
-def _text(value: Fraction) -> str:
+def money_text(value: Fraction) -> str:
     """An operand as both the story and the expression write it: 48, or a price with cents, 12.05."""
     whole, cents = divmod(value * 100, 100)
     return str(int(whole)) if cents == 0 else f"{int(whole)}.{int(cents):02d}"
 
 
-def _short(value: Fraction) -> bool:
+def short(value: Fraction) -> bool:
     """Positive with at most two decimals: a value a word problem can state and the calculator prints
     exactly, with no rounding to argue about."""
     return value > 0 and (value * 100).denominator == 1
@@ -320,22 +320,29 @@ def worked(pattern: str, a: Fraction, b: Fraction, c: Fraction) -> Fraction | No
     """The value of ``pattern`` over the operands, or None when it or the value found first is not a positive
     integer or short decimal: the check every composed problem passes."""
     first, then, right = FORMS[pattern]
-    inner = _APPLY[first](b, c) if right else _APPLY[first](a, b)
-    value = _APPLY[then](a, inner) if right else _APPLY[then](inner, c)
-    return value if _short(inner) and _short(value) else None
+    inner = APPLY[first](b, c) if right else APPLY[first](a, b)
+    value = APPLY[then](a, inner) if right else APPLY[then](inner, c)
+    return value if short(inner) and short(value) else None
 
 
-def _operands(rng: random.Random, pattern: str, story: Story) -> tuple[Fraction, Fraction, Fraction]:
-    """The form's integers, and in half the money stories some amounts with cents: the cents are drawn again
-    until every value stays short, else the integers stand."""
-    a, b, c = (Fraction(n) for n in DRAWS[pattern](rng))
-    if story.money and rng.random() < 0.5:
-        for _ in range(30):
-            cents = {x: Fraction(rng.randint(1, 99), 100) if x in story.money else Fraction(0) for x in "abc"}
-            priced = (a + cents["a"], b + cents["b"], c + cents["c"])
-            if worked(pattern, *priced) is not None:
+def with_cents(
+    rng: random.Random,
+    plain: tuple[Fraction, ...],
+    money: str,
+    valid: Callable[[tuple[Fraction, ...]], bool],
+    tries: int,
+) -> tuple[Fraction, ...]:
+    """In half the stories with money, cents on the operands named in ``money`` (of ``a``, ``b``, ``c``):
+    drawn again up to ``tries`` times until the problem stays ``valid``, else the ``plain`` amounts stand."""
+    if money and rng.random() < 0.5:
+        for _ in range(tries):
+            priced = tuple(
+                n + Fraction(rng.randint(1, 99), 100) if name in money else n
+                for name, n in zip("abc", plain, strict=False)
+            )
+            if valid(priced):
                 return priced
-    return a, b, c
+    return plain
 
 
 def composed_problems(rng: random.Random, n: int, taken: Collection[str] = ()) -> list[Problem]:
@@ -347,10 +354,13 @@ def composed_problems(rng: random.Random, n: int, taken: Collection[str] = ()) -
     while len(problems) < n:
         pattern = patterns[len(problems) % len(patterns)]
         story = rng.choice(STORIES[pattern])
-        a, b, c = _operands(rng, pattern, story)
+        plain = tuple(Fraction(n) for n in DRAWS[pattern](rng))
+        a, b, c = with_cents(
+            rng, plain, story.money, lambda ops, p=pattern: worked(p, *ops) is not None, tries=30
+        )
         value = worked(pattern, a, b, c)
         assert value is not None, (pattern, a, b, c)  # the draws guarantee it
-        texts = {"a": _text(a), "b": _text(b), "c": _text(c)}
+        texts = {"a": money_text(a), "b": money_text(b), "c": money_text(c)}
         question = story.text.format(
             **texts, name=rng.choice(_NAMES), cur=rng.choice(_CURRENCIES), s=rng.choice(story.settings)
         )

@@ -19,13 +19,12 @@ to be read from what the story means. A template names the operands of its categ
 
 from __future__ import annotations
 
-import operator
 import random
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from fractions import Fraction
 
-from mcp_rl.datasets.arithmetic.composed import DRAWS, worked
+from mcp_rl.datasets.arithmetic.composed import APPLY, DRAWS, money_text, short, with_cents, worked
 
 # A person and the pronoun the stories use for them (he / she, so every verb agrees as written).
 _PEOPLE = (
@@ -503,9 +502,6 @@ CATEGORIES: dict[str, Category] = {
     )),
 }  # fmt: skip
 
-_ONE_STEP: dict[str, Callable[[Fraction, Fraction], Fraction]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-}  # fmt: skip
 # question, reference expression, its exact value, category, operations a careful solver does one at a time
 Problem = tuple[str, str, Fraction, str, int]
 
@@ -515,32 +511,14 @@ def value_of(pattern: str, operands: tuple[Fraction, ...]) -> Fraction | None:
     integer or a short decimal."""
     if len(operands) == 3:
         return worked(pattern, *operands)
-    value = _ONE_STEP[pattern.split()[1]](*operands)
-    return value if value > 0 and (value * 100).denominator == 1 else None
+    value = APPLY[pattern.split()[1]](*operands)
+    return value if short(value) else None
 
 
 def _text(value: Fraction, money: bool) -> str:
     """An operand as both the question and the expression write it: 48, 2.5 (hours), a price 12.50."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    whole, hundredths = divmod(value * 100, 100)
-    digits = f"{int(hundredths):02d}"
-    return f"{int(whole)}.{digits if money else digits.rstrip('0')}"
-
-
-def _operands(rng: random.Random, category: Category, template: Template) -> tuple[Fraction, ...]:
-    """The category's numbers, and in half the money templates cents on the money: drawn again until the
-    value stays exact and short, else the whole amounts stand."""
-    plain = tuple(Fraction(n) for n in category.draw(rng))
-    if template.money and rng.random() < 0.5:
-        for _ in range(40):
-            priced = tuple(
-                n + Fraction(rng.randint(1, 99), 100) if name in template.money else n
-                for name, n in zip("abc", plain, strict=False)
-            )
-            if value_of(category.pattern, priced) is not None:
-                return priced
-    return plain
+    text = money_text(value)
+    return text if money or "." not in text else text.rstrip("0")
 
 
 def _fill(rng: random.Random, template: Template, texts: dict[str, str]) -> str:
@@ -562,7 +540,10 @@ def broad_problems(rng: random.Random, n: int, taken: Collection[str] = ()) -> l
         kind = kinds[len(problems) % len(kinds)]
         category = CATEGORIES[kind]
         template = rng.choice(category.templates)
-        operands = _operands(rng, category, template)
+        plain = tuple(Fraction(n) for n in category.draw(rng))
+        operands = with_cents(
+            rng, plain, template.money, lambda ops, p=category.pattern: value_of(p, ops) is not None, tries=40
+        )
         value = value_of(category.pattern, operands)
         assert value is not None, (kind, operands)  # the draws guarantee it
         texts = {name: _text(n, name in template.money) for name, n in zip("abc", operands, strict=False)}
