@@ -1,13 +1,15 @@
 """Two `mcp-rl eval` reports on the same tasks, compared with paired bootstrap confidence intervals.
 
-    python bench/compare_evals.py BEFORE.json AFTER.json [--by kind] [--metric em] [--resamples 10000]
+    python bench/compare_evals.py BEFORE.json AFTER.json [--by kind] [--metric em] [--pass-at K]
+        [--resamples 10000]
 
 Reads each report's ``<report>.trajectories.jsonl`` (one line per episode, the row included), takes each
 task's mean success over its episodes (one greedy, or ``--samples N`` sampled: either side may be either),
 pairs the tasks, and prints the success of each side, their difference and its 95% interval (percentile
 bootstrap over tasks, the same resample for both sides), overall and by a row column. A learning claim is
 the interval of the difference, not two means side by side: the same tasks make the sides correlated, which
-the paired resample keeps. Last line: one JSON object.
+the paired resample keeps. ``--pass-at K`` compares each task's pass@K (the chance that one of K of its
+sampled episodes succeeds; a task's mean success is pass@1) instead. Last line: one JSON object.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 
 from _common import finish  # bench/ is sys.path[0]
 
+from mcp_rl.env.metrics import pass_chance
+
 
 def episodes(report: Path) -> list[dict[str, Any]]:
     """The report's episodes, in task order."""
@@ -28,15 +32,28 @@ def episodes(report: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def by_task(episodes: list[dict[str, Any]], metric: str) -> list[tuple[str, dict[str, Any], float]]:
-    """Each task once, in the report's order, with its row and its mean success over its episodes: the
-    samples of one task are not independent draws of the evaluation, so the bootstrap resamples tasks."""
+def by_task(
+    episodes: list[dict[str, Any]], metric: str, k: int = 1
+) -> list[tuple[str, dict[str, Any], float]]:
+    """Each task once, in the report's order, with its row and its pass@k over its episodes (k = 1: its
+    mean success): the samples of one task are not independent draws of the evaluation, so the bootstrap
+    resamples tasks."""
     tasks: dict[str, tuple[dict[str, Any], list[float]]] = {}
     for episode in episodes:
         tasks.setdefault(episode.get("task"), (episode.get("row") or {}, []))[1].append(
             success(episode, metric)
         )
-    return [(task, row, sum(values) / len(values)) for task, (row, values) in tasks.items()]
+    if k == 1:
+        return [(task, row, sum(values) / len(values)) for task, (row, values) in tasks.items()]
+    if any(value not in (0.0, 1.0) for _, values in tasks.values() for value in values):
+        raise SystemExit(f"--pass-at needs a 0/1 metric; {metric} has other values")
+    try:
+        return [
+            (task, row, pass_chance(len(values), int(sum(values)), k))
+            for task, (row, values) in tasks.items()
+        ]
+    except ValueError as error:
+        raise SystemExit(f"--pass-at {k}: {error} (evaluate with --samples {k} or more)") from error
 
 
 def success(episode: dict[str, Any], metric: str) -> float:
@@ -75,17 +92,26 @@ def main() -> None:
     parser.add_argument("after", type=Path)
     parser.add_argument("--by", default=None, help="A row column to split by (e.g. kind, hops).")
     parser.add_argument("--metric", default="em", help="em, or a reward's name (e.g. calculator_verified).")
+    parser.add_argument(
+        "--pass-at", type=int, default=1, help="Compare pass@K of sampled reports (1: mean success)."
+    )
     parser.add_argument("--resamples", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    first, second = (by_task(episodes(report), args.metric) for report in (args.before, args.after))
+    first, second = (
+        by_task(episodes(report), args.metric, args.pass_at) for report in (args.before, args.after)
+    )
     if [task for task, _, _ in first] != [task for task, _, _ in second]:
         raise SystemExit("the two reports are not on the same tasks in the same order")
     groups: dict[str, list[int]] = {"all": list(range(len(first)))}
     if args.by:
         for index, (_, row, _) in enumerate(first):
             groups.setdefault(f"{args.by}={row.get(args.by)}", []).append(index)
-    result: dict[str, Any] = {"metric": args.metric, "before": str(args.before), "after": str(args.after)}
+    result: dict[str, Any] = {
+        "metric": args.metric if args.pass_at == 1 else f"{args.metric} pass@{args.pass_at}",
+        "before": str(args.before),
+        "after": str(args.after),
+    }
     lines = []
     for name, indices in groups.items():
         row = compare(

@@ -187,6 +187,14 @@ def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired
         for line in (tmp_path / "greedy.trajectories.jsonl").read_text().splitlines()
     }
     assert texts - greedy_texts
+    # pass@1 is the sampled mean; pass@2 the share of tasks that one of their two samples solved.
+    solved = [json.loads(line)["rewards"]["exact_match"] for line in lines]
+    either = sum(max(solved[i : i + 2]) for i in range(0, len(solved), 2)) / len(TEST_QUESTIONS)
+    assert sampled["pass_at_k"]["exact_match"] == {
+        "1": pytest.approx(sampled["rewards"]["exact_match"]),
+        "2": pytest.approx(either),
+    }
+    assert "pass_at_k" not in greedy
     # The same report against itself: a difference of exactly 0, and an interval around it.
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "compare_evals.py"), str(tmp_path / "greedy.json"),
@@ -207,3 +215,13 @@ def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired
     assert result["n"] == len(TEST_QUESTIONS)
     assert result["before"] == pytest.approx(greedy["em"]) and result["after"] == pytest.approx(sampled["em"])
     assert result["ci95"][0] <= result["difference"] <= result["ci95"][1]
+    # pass@2 of the sampled report against itself: the report's own pass@2; pass@4 needs 4 samples a task.
+    compare = [sys.executable, str(ROOT / "bench" / "compare_evals.py"), str(tmp_path / "sampled.json"),
+               str(tmp_path / "sampled.json"), "--metric", "exact_match", "--resamples", "200"]  # fmt: skip
+    done = subprocess.run([*compare, "--pass-at", "2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["metric"] == "exact_match pass@2"
+    assert result["all"]["before"] == pytest.approx(sampled["pass_at_k"]["exact_match"]["2"])
+    done = subprocess.run([*compare, "--pass-at", "4"], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "--samples 4" in done.stderr

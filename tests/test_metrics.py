@@ -12,7 +12,7 @@ from transformers import TrainerState
 from mcp_rl.config.recipe import load_recipe
 from mcp_rl.config.sections import RolloutConfig
 from mcp_rl.env.environment import Environment
-from mcp_rl.env.metrics import grouped_means, grouped_metrics, truncated_share
+from mcp_rl.env.metrics import grouped_means, grouped_metrics, pass_at_k, truncated_share
 from mcp_rl.env.trajectory import CallRecord, Trajectory, Turn
 from mcp_rl.generation.base import TransformersGenerator
 from mcp_rl.rewards.rubric import Rubric
@@ -60,6 +60,19 @@ def test_unscored_episodes_leave_a_mean_and_values_sort_as_numbers():
     assert list(grouped_means(rows, {"x": [0.0] * 4}, "hops")) == ["2", "10"]
     with pytest.raises(ValueError, match="judge: 3 score"):
         grouped_metrics(rows, {"judge": [1.0, 1.0, 1.0]}, "hops")
+
+
+def test_pass_at_k_is_the_unbiased_estimate_over_each_tasks_samples():
+    # Three tasks of four samples: one success, four, none. A task with one success in four has
+    # pass@2 = 1 - C(3,2)/C(4,2) = 1/2 and pass@4 = 1.
+    scores = [1.0, 0.0, 0.0, 0.0] + [1.0] * 4 + [0.0] * 4
+    assert pass_at_k(scores, 4) == pytest.approx({"1": 5 / 12, "2": 1 / 2, "4": 2 / 3})
+    # Unscored samples are left out; a task with fewer than k scored ones is left out of pass@k; a
+    # sample count that is not a power of two is reported too.
+    assert pass_at_k([1.0, 0.0, None, 0.0, 0.0, 0.0], 3) == pytest.approx({"1": 0.25, "2": 0.5, "3": 0.0})
+    assert pass_at_k([0.5, 1.0], 2) == {}  # a graded score has no pass@k
+    with pytest.raises(ValueError, match="not whole tasks"):
+        pass_at_k([1.0, 0.0, 1.0], 2)
 
 
 def test_truncated_share_counts_episodes_cut_by_a_token_limit():

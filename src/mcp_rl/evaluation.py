@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from mcp_rl.config.sections import Recipe
 from mcp_rl.env.data import check_data, load_split
 from mcp_rl.env.environment import Environment
-from mcp_rl.env.metrics import grouped_means, truncated_share
+from mcp_rl.env.metrics import grouped_means, pass_at_k, truncated_share
 from mcp_rl.env.prompt_fit import check_prompt_fits, context_tokens
 from mcp_rl.env.recorder import user_prompt
 from mcp_rl.env.trajectory import Trajectory
@@ -113,6 +113,9 @@ def evaluate(
     report["rewards"] = {name: _mean(scores) for name, scores in scored.scores.items()}
     report["rewards_skipped"] = scored.skipped()  # each mean above leaves these episodes out
     report["reward_errors"] = scored.errors
+    if samples > 1:  # per binary rubric entry: {"calculator_verified": {"1": ..., "2": ..., "4": ...}}
+        passes = {name: pass_at_k(values, samples) for name, values in scored.scores.items()}
+        report["pass_at_k"] = {name: by_k for name, by_k in passes.items() if by_k}
     column = recipe.data.report_by
     grouped = grouped_means(rows, scored.scores, column)
     if grouped:  # every reward and metric by the column's values: {"2": {"exact_match": ..., ...}}

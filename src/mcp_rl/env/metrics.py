@@ -9,6 +9,7 @@ mean (``hops/2/called_twice``). So neither the engine nor the trainer's callback
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from math import comb
 from typing import Any
 
 from mcp_rl.env.trajectory import Trajectory
@@ -102,4 +103,40 @@ def grouped_metrics(
     }
 
 
-__all__ = ["grouped_means", "grouped_metrics", "rollout_metrics", "truncated_share", "value_order"]
+def pass_chance(episodes: int, successes: int, k: int) -> float:
+    """The chance that k of a task's ``episodes``, drawn without replacement, hold at least one of its
+    ``successes``: the unbiased pass@k estimate for one task (Chen et al., 2021)."""
+    if not 1 <= k <= episodes:
+        raise ValueError(f"pass@{k} needs at least {k} scored episode(s) of a task, not {episodes}")
+    return 1 - comb(episodes - successes, k) / comb(episodes, k)
+
+
+def pass_at_k(scores: Sequence[float | None], samples: int) -> dict[str, float]:
+    """pass@k for k = 1, 2, 4, ... and ``samples``: the chance that at least one of k episodes of a task
+    succeeds, averaged over tasks, by :func:`pass_chance` over each task's episodes.
+
+    ``scores`` holds ``samples`` consecutive episodes per task, each 1 (success) or 0; unscored episodes
+    (None) are left out, and a task with fewer than k scored episodes is left out of pass@k. Empty when a
+    score is neither 0 nor 1, or nothing is scored. pass@k above pass@1 is what sharpening the policy could
+    still gain without it learning anything new.
+    """
+    if samples < 1 or len(scores) % samples:
+        raise ValueError(f"{len(scores)} score(s) are not whole tasks of {samples} episode(s)")
+    if any(score not in (None, 0, 1) for score in scores):
+        return {}
+    tasks = []  # (scored episodes, successes) per task
+    for start in range(0, len(scores), samples):
+        present = [score for score in scores[start : start + samples] if score is not None]
+        tasks.append((len(present), int(sum(present))))
+    result: dict[str, float] = {}
+    for k in sorted({2**i for i in range(samples.bit_length())} | {samples}):
+        chances = [pass_chance(n, c, k) for n, c in tasks if n >= k]
+        if chances:
+            result[str(k)] = sum(chances) / len(chances)
+    return result
+
+
+__all__ = [
+    "grouped_means", "grouped_metrics", "pass_at_k", "pass_chance", "rollout_metrics", "truncated_share",
+    "value_order",
+]  # fmt: skip
