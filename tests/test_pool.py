@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -94,6 +95,43 @@ async def test_sigkill_mid_batch_reports_connection_lost_then_reconnects(echo_st
         later = await pool.call("pid", timeout_s=30)
         assert later.ok and int(later.text) != pid
         assert pool.metrics()["servers/echo/reconnects"] >= 1
+
+
+async def reconnects_after(pool: ToolPool, pid: int, pause_s: float, watch_s: float) -> int:
+    """Stop the idle server ``pid`` for ``pause_s`` (SIGSTOP, then SIGCONT), watch for ``watch_s`` in all,
+    and return how often the pool reconnected meanwhile."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < watch_s:
+            if time.monotonic() - started >= pause_s:
+                os.kill(pid, signal.SIGCONT)
+            if pool.metrics()["servers/echo/reconnects"]:
+                break
+            await anyio.sleep(0.2)
+    finally:
+        if process_alive(pid):
+            os.kill(pid, signal.SIGCONT)
+    return pool.metrics()["servers/echo/reconnects"]
+
+
+async def test_an_idle_server_that_stops_answering_is_restarted(echo_stdio):
+    async with ToolPool(servers(echo=echo_stdio), ping_interval_s=0.3) as pool:
+        pid = int((await pool.call("pid")).text)
+        # Never resumed: its health check times out, then its second, longer chance does too.
+        assert await reconnects_after(pool, pid, pause_s=math.inf, watch_s=60) == 1
+        later = await pool.call("pid", timeout_s=30)
+    assert later.ok and int(later.text) != pid and not process_alive(pid)
+
+
+async def test_a_server_that_answers_late_once_is_not_restarted(echo_stdio):
+    # Starved cores (training beside ~100 server instances, load ~50 on 2 cores) let answered health checks
+    # time out; every restart added to the load. A pause past the first check's 5 s limit is survived.
+    async with ToolPool(servers(echo=echo_stdio), ping_interval_s=0.3) as pool:
+        pid = int((await pool.call("pid")).text)
+        assert await reconnects_after(pool, pid, pause_s=7, watch_s=10) == 0
+        later = await pool.call("pid", timeout_s=10)
+    assert later.ok and int(later.text) == pid
 
 
 async def test_http_server_restart_is_survived():

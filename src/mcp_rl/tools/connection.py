@@ -36,6 +36,9 @@ from mcp_rl.tools.server_logs import StderrCapture, TextSink
 from mcp_rl.tools.stdio import stdio_server
 
 logger = logging.getLogger(__name__)
+# A health check that timed out is repeated once with this many times its limit before the connection counts
+# as lost (an error ends it at once).
+SECOND_CHANCE = 3
 
 
 @dataclass(frozen=True)
@@ -241,12 +244,27 @@ class ServerConnection:
                 # health checks of their own: a dead connection fails them (a stdio reader that dies ends
                 # the stream, see `stdio.py`), a hung one times them out.
                 continue
-            try:
-                with anyio.fail_after(max(5.0, self.ping_interval_s)):
-                    await probe(client)
-            except Exception as error:
-                self.last_error = f"health check failed: {self.config.redact(describe_error(error))}"
+            failure = await self._health_check(client)
+            if failure is not None:
+                self.last_error = f"health check failed: {failure}"
                 return
+
+    async def _health_check(self, client: Client) -> str | None:
+        """Why the idle server failed its health check, or None. A probe that errors fails it at once; one
+        that times out gets a second, longer chance first: on cores starved by training and a hundred other
+        servers (load ~50 on 2 cores), answered probes timed out, and each restart added to the load."""
+        limit = max(5.0, self.ping_interval_s)
+        for chance_s in (limit, SECOND_CHANCE * limit):
+            try:
+                with anyio.fail_after(chance_s):
+                    await probe(client)
+                return None
+            except TimeoutError:
+                if self.lost.is_set():
+                    return "connection lost"
+            except Exception as error:
+                return self.config.redact(describe_error(error))
+        return f"no answer within {limit:.0f} s, then {SECOND_CHANCE * limit:.0f} s"
 
     def _drop(self) -> None:
         """Forget the client and cancel the calls in flight on it (they will report 'connection lost')."""
