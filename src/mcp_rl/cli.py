@@ -309,7 +309,8 @@ def evaluate(
         int,
         typer.Option(
             "--samples",
-            help="Sample N episodes per task at the recipe's rollout.temperature (default 0: one greedy).",
+            help="Sample N episodes per task at the recipe's rollout.temperature (default 0: one greedy); "
+            "the report adds pass@k of each 0/1 reward.",
             min=0,
         ),
     ] = 0,
