@@ -86,6 +86,15 @@ def compare(before: list[float], after: list[float], resamples: int, seed: int) 
     }
 
 
+def metric_label(metric: str, k: int) -> str:
+    return metric if k == 1 else f"{metric} pass@{k}"
+
+
+def difference_text(row: dict[str, Any]) -> str:
+    low, high = row["ci95"]
+    return f"Δ {row['difference']:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path)
@@ -108,7 +117,7 @@ def main() -> None:
         for index, (_, row, _) in enumerate(first):
             groups.setdefault(f"{args.by}={row.get(args.by)}", []).append(index)
     result: dict[str, Any] = {
-        "metric": args.metric if args.pass_at == 1 else f"{args.metric} pass@{args.pass_at}",
+        "metric": metric_label(args.metric, args.pass_at),
         "before": str(args.before),
         "after": str(args.after),
     }
@@ -118,11 +127,8 @@ def main() -> None:
             [first[i][2] for i in indices], [second[i][2] for i in indices], args.resamples, args.seed
         )
         result[name] = row
-        low, high = row["ci95"]
-        lines.append(
-            f"{name:>16}  n={row['n']:<4} {row['before']:.3f} → {row['after']:.3f}  "
-            f"Δ {row['difference']:+.3f} [{low:+.3f}, {high:+.3f}]"
-        )
+        sides = f"{row['before']:.3f} → {row['after']:.3f}"
+        lines.append(f"{name:>16}  n={row['n']:<4} {sides}  {difference_text(row)}")
     finish(result, "\n".join(["", *lines]))
 
 

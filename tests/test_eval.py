@@ -220,8 +220,20 @@ def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired
                str(tmp_path / "sampled.json"), "--metric", "exact_match", "--resamples", "200"]  # fmt: skip
     done = subprocess.run([*compare, "--pass-at", "2"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
-    assert result["metric"] == "exact_match pass@2"
-    assert result["all"]["before"] == pytest.approx(sampled["pass_at_k"]["exact_match"]["2"])
+    passes = json.loads(done.stdout.splitlines()[-1])
+    assert passes["metric"] == "exact_match pass@2"
+    assert passes["all"]["before"] == pytest.approx(sampled["pass_at_k"]["exact_match"]["2"])
     done = subprocess.run([*compare, "--pass-at", "4"], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "--samples 4" in done.stderr
+    # The checkpoint curve pairs each report with the control the same way, and draws it.
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "checkpoint_curve.py"), str(tmp_path / "greedy.json"),
+         f"sampled:2={tmp_path / 'sampled.json'}", f"greedy:1={tmp_path / 'greedy.json'}",
+         "--resamples", "200", "--out", str(tmp_path / "curve.png")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    curve = json.loads(done.stdout.splitlines()[-1])
+    assert curve["control"]["success"] == pytest.approx(greedy["em"])
+    assert curve["runs"]["sampled"][0]["difference"] == pytest.approx(result["difference"])
+    assert curve["runs"]["greedy"][0]["ci95"] == [0, 0] and (tmp_path / "curve.png").stat().st_size > 0
