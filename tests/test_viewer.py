@@ -239,7 +239,13 @@ def test_the_page_in_a_real_browser(real_run, tmp_path):
         assert trace["turns"][0]["observation"].strip() in [text.strip() for text in masked]
         model = page.locator("#conversation .block.model pre").all_inner_texts()
         assert model == [turn["text"] for turn in trace["turns"]]
-        # Before / after: the two reports' questions side by side.
+        # Before / after: the two reports' numbers (pass@k of a sampled report included), then their
+        # questions side by side.
+        first, second = (json.loads(report.read_text()) for report in reports)
+        numbers = page.inner_text("#compare-reports")
+        pass_row = next(line for line in numbers.splitlines() if line.startswith("pass@2 exact_match"))
+        values = [f"{report['pass_at_k']['exact_match']['2']:.3f}" for report in (first, second)]
+        assert pass_row.split(maxsplit=2)[2] == " · ".join(values)
         assert page.locator("#compare-list tbody tr").count() == 30
         page.locator("#compare-list tbody tr").first.click()
         page.wait_for_selector("#pair .block.model")

@@ -502,9 +502,15 @@
     const reports = [a, b].map((name) => evals.find((s) => s.name === name).report || {});
     const keys = [...new Set(reports.flatMap((r) => Object.keys(r)))].filter((k) => typeof (reports[0][k] ?? reports[1][k]) === "number");
     const rewardKeys = [...new Set(reports.flatMap((r) => Object.keys(r.rewards || {})))];
+    // Sampled reports: pass@k of each 0/1 reward ({name: {k: value}}), k in numeric order.
+    const passKeys = [...new Set(reports.flatMap((r) => Object.entries(r.pass_at_k || {})
+      .flatMap(([name, byK]) => Object.keys(byK).map((k) => JSON.stringify([name, Number(k)])))))]
+      .map((key) => JSON.parse(key)).sort((x, y) => x[0].localeCompare(y[0]) || x[1] - y[1]);
+    const passAt = (r, [name, k]) => ((r.pass_at_k || {})[name] || {})[k];
     $("compare-reports").replaceChildren(kvTable([["", el("b", {}, "before · after")],
       ...keys.map((k) => [k, `${fmt(reports[0][k])} · ${fmt(reports[1][k])}`]),
-      ...rewardKeys.map((k) => [`reward ${k}`, `${fmt((reports[0].rewards || {})[k])} · ${fmt((reports[1].rewards || {})[k])}`])]));
+      ...rewardKeys.map((k) => [`reward ${k}`, `${fmt((reports[0].rewards || {})[k])} · ${fmt((reports[1].rewards || {})[k])}`]),
+      ...passKeys.map((key) => [`pass@${key[1]} ${key[0]}`, `${fmt(passAt(reports[0], key))} · ${fmt(passAt(reports[1], key))}`])]));
     const after = new Map((state.sources[b] || { items: [] }).items.map((x) => [x.key, x]));
     const score = (x) => x.reward ?? -Infinity;
     const pairs = (state.sources[a] || { items: [] }).items.filter((x) => after.has(x.key)).map((x) => [x, after.get(x.key)])
