@@ -15,6 +15,7 @@ sampled episodes succeeds; a task's mean success is pass@1) instead. Last line: 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 from collections.abc import Sequence
@@ -27,9 +28,11 @@ from mcp_rl.env.metrics import pass_chance
 
 
 def episodes(report: Path) -> list[dict[str, Any]]:
-    """The report's episodes, in task order."""
+    """The report's episodes, in task order, from ``.trajectories.jsonl`` or the gzipped copy kept beside a
+    report in docs/measurements (``.trajectories.jsonl.gz``)."""
     path = report.with_suffix(".trajectories.jsonl")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = path.read_text() if path.exists() else gzip.decompress(Path(f"{path}.gz").read_bytes()).decode()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def by_task(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +164,14 @@ def test_eval_reports_the_recipes_rewards_and_writes_them_per_episode(
     assert report["reward"] == pytest.approx(sum(e["reward"] for e in episodes) / 3)
 
 
+def bench(script: str, *arguments: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    """``python bench/SCRIPT ARGUMENTS`` with few bootstrap resamples; ``ok``: it must exit 0."""
+    command = [sys.executable, str(ROOT / "bench" / script), *arguments, "--resamples", "200"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert not ok or done.returncode == 0, done.stderr
+    return done
+
+
 def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired_bootstrap(
     searching_model_dir: Path, search_entry: dict[str, object], tmp_path: Path
 ) -> None:
@@ -196,43 +206,38 @@ def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired
     }
     assert "pass_at_k" not in greedy
     # The same report against itself: a difference of exactly 0, and an interval around it.
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "compare_evals.py"), str(tmp_path / "greedy.json"),
-         str(tmp_path / "greedy.json"), "--resamples", "200"],
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+    done = bench("compare_evals.py", str(tmp_path / "greedy.json"), str(tmp_path / "greedy.json"))
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["all"]["n"] == len(TEST_QUESTIONS)
     assert result["all"]["difference"] == 0 and result["all"]["ci95"] == [0, 0]
     assert result["all"]["before"] == greedy["em"]
+    # A report kept with its episodes gzipped (as in docs/measurements) compares the same.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    shutil.copy(tmp_path / "greedy.json", kept / "greedy.json")
+    episodes = (tmp_path / "greedy.trajectories.jsonl").read_bytes()
+    (kept / "greedy.trajectories.jsonl.gz").write_bytes(gzip.compress(episodes))
+    done = bench("compare_evals.py", str(tmp_path / "greedy.json"), str(kept / "greedy.json"))
+    assert json.loads(done.stdout.splitlines()[-1])["all"] == result["all"]
     # Greedy against sampled: paired by task (a task's samples averaged), so n is the number of tasks.
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "compare_evals.py"), str(tmp_path / "greedy.json"),
-         str(tmp_path / "sampled.json"), "--resamples", "200"],
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+    done = bench("compare_evals.py", str(tmp_path / "greedy.json"), str(tmp_path / "sampled.json"))
     result = json.loads(done.stdout.splitlines()[-1])["all"]
     assert result["n"] == len(TEST_QUESTIONS)
     assert result["before"] == pytest.approx(greedy["em"]) and result["after"] == pytest.approx(sampled["em"])
     assert result["ci95"][0] <= result["difference"] <= result["ci95"][1]
     # pass@2 of the sampled report against itself: the report's own pass@2; pass@4 needs 4 samples a task.
-    compare = [sys.executable, str(ROOT / "bench" / "compare_evals.py"), str(tmp_path / "sampled.json"),
-               str(tmp_path / "sampled.json"), "--metric", "exact_match", "--resamples", "200"]  # fmt: skip
-    done = subprocess.run([*compare, "--pass-at", "2"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    compare = [str(tmp_path / "sampled.json"), str(tmp_path / "sampled.json"), "--metric", "exact_match"]
+    done = bench("compare_evals.py", *compare, "--pass-at", "2")
     passes = json.loads(done.stdout.splitlines()[-1])
     assert passes["metric"] == "exact_match pass@2"
     assert passes["all"]["before"] == pytest.approx(sampled["pass_at_k"]["exact_match"]["2"])
-    done = subprocess.run([*compare, "--pass-at", "4"], capture_output=True, text=True, timeout=120)
+    done = bench("compare_evals.py", *compare, "--pass-at", "4", ok=False)
     assert done.returncode != 0 and "--samples 4" in done.stderr
     # The checkpoint curve pairs each report with the control the same way, and draws it.
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "checkpoint_curve.py"), str(tmp_path / "greedy.json"),
-         f"sampled:2={tmp_path / 'sampled.json'}", f"greedy:1={tmp_path / 'greedy.json'}",
-         "--resamples", "200", "--out", str(tmp_path / "curve.png")],
-        capture_output=True, text=True, timeout=120,
+    done = bench(
+        "checkpoint_curve.py", str(tmp_path / "greedy.json"), f"sampled:2={tmp_path / 'sampled.json'}",
+        f"greedy:1={tmp_path / 'greedy.json'}", "--out", str(tmp_path / "curve.png"),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
     curve = json.loads(done.stdout.splitlines()[-1])
     assert curve["control"]["success"] == pytest.approx(greedy["em"])
     assert curve["runs"]["sampled"][0]["difference"] == pytest.approx(result["difference"])
