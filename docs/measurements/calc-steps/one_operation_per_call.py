@@ -14,18 +14,15 @@ value has no short decimal stays one call.
 from __future__ import annotations
 
 import ast
-import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-_OPERATORS: dict[type[ast.operator], tuple[str, Callable[[Fraction, Fraction], Fraction]]] = {
-    ast.Add: ("+", operator.add),
-    ast.Sub: ("-", operator.sub),
-    ast.Mult: ("*", operator.mul),
-    ast.Div: ("/", operator.truediv),
-}
+# The generator's own operator table applies them, so both work out a value alike.
+from mcp_rl.datasets.arithmetic.composed import APPLY
+
+_SYMBOLS: dict[type[ast.operator], str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 # More places than this reads as a rounding the model would have to copy digit by digit.
 MAX_DECIMAL_PLACES = 4
 
@@ -44,26 +41,26 @@ def _two_calls(expression: str) -> list[str] | None:
         tree = ast.parse(expression, mode="eval").body
     except SyntaxError:
         return None
-    if not isinstance(tree, ast.BinOp) or type(tree.op) not in _OPERATORS:
+    if not isinstance(tree, ast.BinOp) or type(tree.op) not in _SYMBOLS:
         return None
     inner_left = isinstance(tree.left, ast.BinOp)
     inner = tree.left if inner_left else tree.right
     other = tree.right if inner_left else tree.left
     if not isinstance(inner, ast.BinOp) or not _is_number(other):
         return None
-    if type(inner.op) not in _OPERATORS or not (_is_number(inner.left) and _is_number(inner.right)):
+    if type(inner.op) not in _SYMBOLS or not (_is_number(inner.left) and _is_number(inner.right)):
         return None
-    symbol, apply = _OPERATORS[type(inner.op)]
+    symbol = _SYMBOLS[type(inner.op)]
     try:
-        value = apply(_number(inner.left), _number(inner.right))
+        value = APPLY[symbol](_number(inner.left), _number(inner.right))
     except ZeroDivisionError:
         return None
     written = _short_decimal(value)
     if written is None:
         return None
-    first = f"{_text(inner.left)} {symbol} {_text(inner.right)}"
-    outer = _OPERATORS[type(tree.op)][0]
-    second = f"{written} {outer} {_text(other)}" if inner_left else f"{_text(other)} {outer} {written}"
+    first = f"{ast.unparse(inner.left)} {symbol} {ast.unparse(inner.right)}"
+    outer, operand = _SYMBOLS[type(tree.op)], ast.unparse(other)
+    second = f"{written} {outer} {operand}" if inner_left else f"{operand} {outer} {written}"
     return [first, second]
 
 
@@ -72,11 +69,7 @@ def _is_number(node: ast.expr) -> bool:
 
 
 def _number(node: ast.expr) -> Fraction:
-    return Fraction(_text(node))
-
-
-def _text(node: ast.expr) -> str:
-    return ast.unparse(node)
+    return Fraction(ast.unparse(node))
 
 
 def _short_decimal(value: Fraction) -> str | None:
@@ -84,6 +77,5 @@ def _short_decimal(value: Fraction) -> str | None:
     for places in range(MAX_DECIMAL_PLACES + 1):
         scaled = value * 10**places
         if scaled.denominator == 1:
-            text = str(Decimal(scaled.numerator).scaleb(-places))
-            return text if places else str(scaled.numerator)
+            return str(Decimal(scaled.numerator).scaleb(-places))
     return None
