@@ -13,7 +13,13 @@ from tiny import searching_trainer
 from tiny_models import tiny_model_and_tokenizer
 from trl.trainer.utils import add_fused_lm_head
 
-from mcp_rl.training.lean_forward import MIN_SHARED_PREFIX, LeanScoring, shared_prefix_length
+from mcp_rl.env.trajectory import Trajectory
+from mcp_rl.training.lean_forward import (
+    MIN_SHARED_PREFIX,
+    EpisodeForward,
+    LeanScoring,
+    shared_prefix_length,
+)
 
 TEMPERATURE = 0.7
 
@@ -120,6 +126,63 @@ def test_lean_scoring_matches_trls_fused_forward(
     torch.testing.assert_close(gradient, trl_gradient, rtol=1e-3, atol=1e-6)
     shares = len(prompts) > 1 and prefix >= MIN_SHARED_PREFIX
     assert lean.last_shared_prefix == (prefix if shares else 0)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "prompts", "completions"),
+    [
+        (MIN_SHARED_PREFIX + 24, [3, 7, 1, 5], [12, 9, 14, 6]),  # shared prefix, left padding
+        (MIN_SHARED_PREFIX - 1, [2, 6, 4], [7, 9, 8]),  # nothing shared: one plain forward
+    ],
+)
+def test_tokens_scored_after_a_point_of_an_episode_equal_a_plain_forward_of_the_context(
+    prefix: int, prompts: list[int], completions: list[int]
+) -> None:
+    """What the drift probes read from one forward over their episodes: each episode's own tokens, and
+    tokens that did not happen, teacher-forced after a point inside it, from the kept cache."""
+    model, _ = tiny_model_and_tokenizer(seed=5)
+    model.eval()
+    with torch.no_grad():  # peaked attention, so that a token run at the wrong position scores differently
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(8)
+            layer.self_attn.k_proj.weight.mul_(8)
+    inputs = batch(prefix, prompts, completions, seed=7)
+    episodes = []
+    for row in range(len(prompts)):
+        prompt = inputs["prompt_ids"][row][inputs["prompt_mask"][row] == 1].tolist()
+        completion = inputs["completion_ids"][row, : completions[row]].tolist()
+        own = inputs["tool_mask"][row, : completions[row]].tolist()
+        episodes.append(Trajectory(row, [], prompt, completion_ids=completion, completion_mask=own))
+    points = [(row, cut) for row in range(len(prompts)) for cut in (1, completions[row] // 2 + 1)]
+    tokens = [11, 42, 7]
+    with torch.no_grad():
+        forward = EpisodeForward(model, episodes, pad_id=0, keep_cache=True)
+        logits, targets = forward.own_token_logits()
+        continued = forward.continuation_log_probs(points, tokens)
+        own_expected, continued_expected = [], []
+        for episode in episodes:  # one row at a time: no padding, nothing shared
+            ids = episode.prompt_ids + episode.completion_ids
+            row_logits = model(input_ids=torch.tensor([ids])).logits[0]
+            positions = [len(episode.prompt_ids) + i - 1 for i, o in enumerate(episode.completion_mask) if o]
+            own_expected.append(row_logits[positions])
+        for row, cut in points:
+            episode = episodes[row]
+            context = episode.prompt_ids + episode.completion_ids[:cut]
+            row_logits = model(input_ids=torch.tensor([context + tokens])).logits[0].log_softmax(-1)
+            picked = row_logits[len(context) - 1 : -1].gather(-1, torch.tensor(tokens)[:, None])
+            continued_expected.append(picked.sum())
+    assert forward.forward.shared == (prefix if prefix >= MIN_SHARED_PREFIX else 0)
+    torch.testing.assert_close(logits, torch.cat(own_expected), rtol=1e-4, atol=1e-5)
+    own_tokens = [t for e in episodes for t, o in zip(e.completion_ids, e.completion_mask, strict=True) if o]
+    assert targets.tolist() == own_tokens
+    torch.testing.assert_close(continued, torch.stack(continued_expected), rtol=1e-4, atol=1e-4)
+    one_token = EpisodeForward(model, episodes, pad_id=0)  # the first token needs no cache
+    torch.testing.assert_close(
+        one_token.continuation_log_probs(points, tokens[:1]),
+        forward.continuation_log_probs(points, tokens[:1]),
+    )
+    with pytest.raises(ValueError, match="keep_cache"):
+        one_token.continuation_log_probs(points, tokens)
 
 
 def test_shared_prefix_stops_before_the_first_scored_position() -> None:

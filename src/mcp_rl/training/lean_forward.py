@@ -122,20 +122,46 @@ def checkpointing(model: Any) -> bool:
     return bool(getattr(model, flag or "is_gradient_checkpointing", False))
 
 
-def prefix_shared_hidden_states(
-    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor
-) -> tuple[torch.Tensor, int]:
-    """The backbone's last hidden states for positions 0..L-2 (those that predict a next token) of a
-    left-padded batch, and how many leading tokens all rows shared: those ran once, batch 1, and their rows
-    of the result are zeros (never scored)."""
+@dataclass
+class SharedForward:
+    """What ``prefix_shared_forward`` returns.
+
+    Attributes:
+        hidden: the backbone's last hidden states for positions 0..L-2 (those that predict a next token);
+            the rows of the shared prefix are zeros (never scored).
+        shared: how many leading tokens all rows shared (0: none; they ran once, batch 1).
+        cache: every column's keys and values (None unless asked for). Column c >= ``shared`` holds the
+            input's column c; the columns before hold the shared prefix.
+        cache_mask: which of the cache's columns hold a token (rows × L).
+        positions: the position each of the cache's columns ran at (rows × L).
+    """
+
+    hidden: torch.Tensor
+    shared: int
+    cache: Any
+    cache_mask: torch.Tensor
+    positions: torch.Tensor
+
+
+def prefix_shared_forward(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    keep_cache: bool = False,
+) -> SharedForward:
+    """The backbone over a left-padded batch, the leading tokens every row shares run once (see
+    ``SharedForward``). ``keep_cache`` keeps the keys and values, to score more tokens after any column."""
     backbone = model.base_model
     rows, length = input_ids.shape
+    keyword = cache_argument(backbone)
     shared = shared_prefix_length(input_ids, attention_mask, labels)
     if rows < 2 or shared < MIN_SHARED_PREFIX or checkpointing(model):
-        hidden = backbone(
-            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
-        ).last_hidden_state
-        return hidden[:, :-1], 0
+        output = backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=keep_cache)
+        cache = output[keyword] if keep_cache else None
+        positions = torch.arange(length, device=input_ids.device).expand(rows, -1)  # the model's default
+        return SharedForward(output.last_hidden_state[:, :-1], 0, cache, attention_mask, positions)
     # Each row becomes [shared prefix][its left padding][the rest]: rest column j holds original column
     # j + shared. Positions count attended tokens (rotary attention sees only their differences).
     starts = attention_mask.argmax(1)
@@ -145,7 +171,6 @@ def prefix_shared_hidden_states(
     rest_mask = attention_mask[:, shared:].masked_fill(padding, 0)
     full_mask = torch.cat([rest_mask.new_ones(rows, shared), rest_mask], dim=1)
     positions = (full_mask.cumsum(1) - 1)[:, shared:]
-    keyword = cache_argument(backbone)
     first = int(starts[0])
     held = backbone(input_ids=input_ids[:1, first : first + shared], use_cache=True)[keyword]
     cache = DynamicCache()
@@ -159,7 +184,9 @@ def prefix_shared_hidden_states(
         **{keyword: cache},
     ).last_hidden_state
     # Original column c >= start + shared is rest column c - shared; the columns before are never scored.
-    return torch.cat([rest.new_zeros(rows, shared, rest.size(-1)), rest[:, :-1]], dim=1), shared
+    hidden = torch.cat([rest.new_zeros(rows, shared, rest.size(-1)), rest[:, :-1]], dim=1)
+    all_positions = torch.cat([positions.new_tensor(range(shared)).expand(rows, -1), positions], dim=1)
+    return SharedForward(hidden, shared, cache if keep_cache else None, full_mask, all_positions)
 
 
 class LeanScoring:
@@ -224,10 +251,9 @@ class LeanScoring:
     def hidden_states(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: Any
     ) -> torch.Tensor:
-        hidden, self.last_shared_prefix = prefix_shared_hidden_states(
-            self.model, input_ids, attention_mask, labels
-        )
-        return hidden
+        forward = prefix_shared_forward(self.model, input_ids, attention_mask, labels)
+        self.last_shared_prefix = forward.shared
+        return forward.hidden
 
     def score(
         self, hidden: torch.Tensor, next_tokens: torch.Tensor, scored: torch.Tensor
@@ -273,32 +299,87 @@ class LeanScoring:
 def supervised_loss(model: Any, episodes: Sequence[Trajectory], pad_id: int) -> torch.Tensor:
     """Mean next-token loss over the episodes' own turns (observation and prompt tokens not scored).
 
-    As in the GRPO step: the prompt prefix every episode shares runs
-    once, and only the
-    scored positions are projected onto the vocabulary.
+    As in the GRPO step: the prompt prefix every episode shares runs once, and only the scored positions
+    are projected onto the vocabulary.
     """
-    logits, targets = own_token_logits(model, episodes, pad_id)
+    logits, targets = EpisodeForward(model, episodes, pad_id).own_token_logits()
     return torch.nn.functional.cross_entropy(logits.float(), targets)
 
 
-def own_token_logits(
-    model: Any, episodes: Sequence[Trajectory], pad_id: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The logits predicting each model-written token of the episodes (positions × vocabulary), and those
-    tokens, in episode order."""
-    width = max(len(e.prompt_ids) + len(e.completion_ids) for e in episodes)
-    input_ids = torch.full((len(episodes), width), pad_id, dtype=torch.long)
-    attention = torch.zeros_like(input_ids)
-    labels = torch.full_like(input_ids, -100)
-    for row, episode in enumerate(episodes):  # left padding, as the shared-prefix forward expects
-        ids = episode.prompt_ids + episode.completion_ids
-        start = width - len(ids)
-        input_ids[row, start:] = torch.tensor(ids)
-        attention[row, start:] = 1
-        own = torch.tensor(episode.completion_mask, dtype=torch.bool)
-        completion = torch.tensor(episode.completion_ids)
-        labels[row, width - len(completion) :] = completion.masked_fill(~own, -100)
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # under LoRA: adapters in
-    hidden, _ = prefix_shared_hidden_states(inner, input_ids, attention, labels)
-    scored = labels[:, 1:] != -100  # the hidden state at t predicts token t + 1
-    return inner.get_output_embeddings()(hidden[scored]), labels[:, 1:][scored]
+class EpisodeForward:
+    """One lean forward over whole episodes, read afterwards: the logits at their model-written tokens and,
+    with ``keep_cache``, the log-probability of other tokens after any point of an episode, scored without
+    running the episode up to that point again.
+
+    Args:
+        model: the policy (under LoRA: adapters in).
+        episodes: laid out left-padded, one row each, as the shared-prefix forward expects.
+        pad_id: the tokenizer's padding id.
+        keep_cache: keep every column's keys and values for ``continuation_log_probs``.
+    """
+
+    def __init__(
+        self, model: Any, episodes: Sequence[Trajectory], pad_id: int, *, keep_cache: bool = False
+    ) -> None:
+        self.model = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.completion_lengths = [len(e.completion_ids) for e in episodes]
+        self.width = max(len(e.prompt_ids) + len(e.completion_ids) for e in episodes)
+        input_ids = torch.full((len(episodes), self.width), pad_id, dtype=torch.long)
+        attention = torch.zeros_like(input_ids)
+        self.labels = torch.full_like(input_ids, -100)
+        for row, episode in enumerate(episodes):
+            ids = episode.prompt_ids + episode.completion_ids
+            input_ids[row, self.width - len(ids) :] = torch.tensor(ids)
+            attention[row, self.width - len(ids) :] = 1
+            own = torch.tensor(episode.completion_mask, dtype=torch.bool)
+            completion = torch.tensor(episode.completion_ids)
+            self.labels[row, self.width - len(completion) :] = completion.masked_fill(~own, -100)
+        self.device = self.model.get_output_embeddings().weight.device
+        input_ids, attention, self.labels = (t.to(self.device) for t in (input_ids, attention, self.labels))
+        self.forward = prefix_shared_forward(
+            self.model, input_ids, attention, self.labels, keep_cache=keep_cache
+        )
+
+    def own_token_logits(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The logits predicting each model-written token (positions × vocabulary), and those tokens, in
+        episode order."""
+        scored = self.labels[:, 1:] != -100  # the hidden state at t predicts token t + 1
+        head = self.model.get_output_embeddings()
+        return head(self.forward.hidden[scored]), self.labels[:, 1:][scored]
+
+    def continuation_log_probs(
+        self, points: Sequence[tuple[int, int]], tokens: Sequence[int]
+    ) -> torch.Tensor:
+        """log p(``tokens``), teacher-forced, after each point (episode row, position in its completion):
+        the episode's tokens before the point are the context. One sum per point."""
+        device = self.device
+        rows = torch.tensor([row for row, _ in points], device=device)
+        columns = torch.tensor(
+            [self.width - self.completion_lengths[r] + cut for r, cut in points], device=device
+        )
+        head = self.model.get_output_embeddings()
+        scores = head(self.forward.hidden[rows, columns - 1]).float().log_softmax(-1)[:, tokens[0]]
+        if len(tokens) == 1:
+            return scores
+        if self.forward.cache is None:
+            raise ValueError("scoring more than one token needs EpisodeForward(..., keep_cache=True)")
+        # Each point's row of the cache, its columns from the point on hidden: the tokens follow the point.
+        context = self.forward.cache_mask[rows] * (torch.arange(self.width, device=device) < columns[:, None])
+        cache = DynamicCache()
+        for index, layer in enumerate(self.forward.cache.layers):
+            cache.update(layer.keys[rows], layer.values[rows], index)
+        inputs = torch.tensor(tokens[:-1], device=device).expand(len(points), -1)
+        positions = (
+            self.forward.positions[rows, columns - 1, None] + 1 + torch.arange(inputs.size(1), device=device)
+        )
+        backbone = self.model.base_model
+        hidden = backbone(
+            input_ids=inputs,
+            attention_mask=torch.cat([context, torch.ones_like(inputs)], dim=1),
+            position_ids=positions,
+            use_cache=True,
+            **{cache_argument(backbone): cache},
+        ).last_hidden_state
+        following = torch.tensor(tokens[1:], device=device).expand(len(points), -1)
+        picked = head(hidden).float().log_softmax(-1).gather(-1, following[..., None]).squeeze(-1)
+        return scores + picked.sum(1)

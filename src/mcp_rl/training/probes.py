@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -27,7 +26,7 @@ from transformers import TrainerCallback
 from mcp_rl.config.sections import Recipe
 from mcp_rl.env.environment import Environment
 from mcp_rl.env.trajectory import Trajectory
-from mcp_rl.training.lean_forward import own_token_logits
+from mcp_rl.training.lean_forward import EpisodeForward
 from mcp_rl.training.warm_start import played_demonstrations
 
 
@@ -54,15 +53,6 @@ def evaluating(model: Any) -> Iterator[None]:
         model.train(was_training)
 
 
-@dataclass
-class Continuation:
-    """A context and the tokens scored after it, laid out as an episode for ``own_token_logits``."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    completion_mask: list[int]
-
-
 def second_turn_start(episode: Trajectory) -> int | None:
     """Where the episode's second model turn starts in its completion (after the first observation)."""
     mask = episode.completion_mask
@@ -81,32 +71,32 @@ class SearchMargin:
     call) and last turn (the answer); nothing is measured when they are the same word."""
 
     def __init__(self, episodes: Sequence[Trajectory], tokenizer: Any) -> None:
-        self.items: list[tuple[int, Trajectory, int]] = []  # (calls, episode, turn 2 start)
-        two_turns = [e for e in episodes if len(e.turns) >= 2 and e.calls]
+        self.episodes = list(episodes)
+        self.items: list[tuple[int, int, int]] = []  # (calls, episode index, turn 2 start)
+        two_turns = [e for e in self.episodes if len(e.turns) >= 2 and e.calls]
         call = opening(two_turns[0].turns[0].text) if two_turns else ""
         answer = opening(two_turns[0].turns[-1].text) if two_turns else ""
         self.openings = [tokenizer(word, add_special_tokens=False)["input_ids"] for word in (call, answer)]
         if call == answer or not all(self.openings):
             return
-        for episode in two_turns:
-            start = second_turn_start(episode)
+        for index, episode in enumerate(self.episodes):
+            start = second_turn_start(episode) if len(episode.turns) >= 2 and episode.calls else None
             if start is not None:
-                self.items.append((len(episode.calls), episode, start))
+                self.items.append((len(episode.calls), index, start))
 
     def __call__(self, model: Any, pad_id: int) -> dict[str, float]:
         if not self.items:
             return {}
-        continuations = [
-            Continuation(list(episode.prompt_ids) + list(episode.completion_ids[:start]), ids, [1] * len(ids))
-            for _, episode, start in self.items
-            for ids in self.openings
-        ]
-        logits, targets = own_token_logits(model, continuations, pad_id)
-        picked = logits.float().log_softmax(-1).gather(-1, targets[:, None]).squeeze(-1)
-        sums = [float(part.sum()) for part in picked.split([len(c.completion_ids) for c in continuations])]
+        return self.read(EpisodeForward(model, self.episodes, pad_id, keep_cache=True))
+
+    def read(self, forward: EpisodeForward) -> dict[str, float]:
+        """The margins from a forward over this probe's episodes that kept its cache: each opening is
+        scored after each episode's context without running the context again."""
+        points = [(index, start) for _, index, start in self.items]
+        call, answer = (forward.continuation_log_probs(points, ids) for ids in self.openings)
         margins: dict[int, list[float]] = defaultdict(list)
-        for index, (hops, _, _) in enumerate(self.items):
-            margins[hops].append(sums[2 * index] - sums[2 * index + 1])
+        for (hops, _, _), margin in zip(self.items, (call - answer).tolist(), strict=True):
+            margins[hops].append(margin)
         return {f"probe/hops/{hops}/search_margin": sum(v) / len(v) for hops, v in sorted(margins.items())}
 
 
@@ -141,11 +131,11 @@ class DriftProbes(TrainerCallback):
         self.reference = None
         if self.episodes:
             with evaluating(model):
-                self.reference = self.log_probs(model)
+                self.reference = self.log_probs(EpisodeForward(model, self.episodes, pad_id))
 
-    def log_probs(self, model: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def log_probs(self, forward: EpisodeForward) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-softmax over the vocabulary at each probe token, and each probe token's own log-probability."""
-        logits, targets = own_token_logits(model, self.episodes, self.pad_id)
+        logits, targets = forward.own_token_logits()
         log_softmax = logits.float().log_softmax(-1)
         return log_softmax, log_softmax.gather(-1, targets[:, None]).squeeze(-1)
 
@@ -153,9 +143,11 @@ class DriftProbes(TrainerCallback):
         if self.reference is None or model is None:
             return
         reference, reference_tokens = self.reference
-        with evaluating(model):
-            now, now_tokens = self.log_probs(model)
-            margins = self.margin(model, self.pad_id) if self.margin is not None else {}
+        margin = self.margin if self.margin is not None and self.margin.items else None
+        with evaluating(model):  # one forward for both: the margin reads the episodes' cache
+            forward = EpisodeForward(model, self.episodes, self.pad_id, keep_cache=margin is not None)
+            now, now_tokens = self.log_probs(forward)
+            margins = margin.read(forward) if margin is not None else {}
         kl = (reference.exp() * (reference - now)).sum(-1).mean()
         self.metrics["probe/kl"].append(float(kl))
         self.metrics["probe/delta_logp"].append(float((now_tokens - reference_tokens).mean()))
