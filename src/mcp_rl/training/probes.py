@@ -73,14 +73,16 @@ class SearchMargin:
     def __init__(self, episodes: Sequence[Trajectory], tokenizer: Any) -> None:
         self.episodes = list(episodes)
         self.items: list[tuple[int, int, int]] = []  # (calls, episode index, turn 2 start)
-        two_turns = [e for e in self.episodes if len(e.turns) >= 2 and e.calls]
-        call = opening(two_turns[0].turns[0].text) if two_turns else ""
-        answer = opening(two_turns[0].turns[-1].text) if two_turns else ""
+        two_turns = [i for i, e in enumerate(self.episodes) if len(e.turns) >= 2 and e.calls]
+        first = self.episodes[two_turns[0]] if two_turns else None
+        call = opening(first.turns[0].text) if first else ""
+        answer = opening(first.turns[-1].text) if first else ""
         self.openings = [tokenizer(word, add_special_tokens=False)["input_ids"] for word in (call, answer)]
         if call == answer or not all(self.openings):
             return
-        for index, episode in enumerate(self.episodes):
-            start = second_turn_start(episode) if len(episode.turns) >= 2 and episode.calls else None
+        for index in two_turns:
+            episode = self.episodes[index]
+            start = second_turn_start(episode)
             if start is not None:
                 self.items.append((len(episode.calls), index, start))
 
