@@ -3,7 +3,7 @@
 #   const 0   the recipe as shipped (constant lr 1e-5), seed 0, to 10 steps: the dip, reproduced on this CPU
 #   warm  S   lr_scheduler_type constant_with_warmup, warmup_steps 10, seeds 0 and 1, to 20 steps
 # all from one warm start, whose evaluation alone is the lr-0 control. Greedy, 200 tasks, test and errands.
-# Usage: run.sh   (OUT defaults to runs/; about 80 min on 2 cores)
+# Usage: run.sh   (OUT defaults to runs/; about 30 min on the 2-core EPYC of its README)
 set -u
 OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
