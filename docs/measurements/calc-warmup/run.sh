@@ -4,6 +4,8 @@
 #   warm  S   lr_scheduler_type constant_with_warmup, warmup_steps 10, seeds 0 and 1, to 20 steps
 # all from one warm start, whose evaluation alone is the lr-0 control. Greedy, 200 tasks, test and errands.
 # Usage: run.sh   (OUT defaults to runs/; about 30 min on the 2-core EPYC of its README)
+# Measured when the recipe took 4 questions a step; it now takes 8. To rerun as measured, add
+# --set trainer.gradient_accumulation_steps=8 --set grpo.max_extra_rollouts=32.
 set -u
 OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
