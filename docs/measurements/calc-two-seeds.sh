@@ -12,6 +12,7 @@ OUT=${OUT:-runs}
 WARM=${WARM:?the warm_start folder of a finished calculator run}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
 mkdir -p "$OUT/eval"
+source "$(dirname "$0")/calc-evaluate.sh"
 SEEDS=${SEEDS:-0 1}
 for seed in $SEEDS; do
   run=$OUT/${NAME}_s$seed
@@ -19,11 +20,6 @@ for seed in $SEEDS; do
   mcp-rl train --recipe calculator -o "$run" --resume "$@" --set trainer.seed="$seed" > "$run.log" 2>&1 &
 done
 for name in $(for n in 10 20; do for seed in $SEEDS; do echo "s$seed/checkpoint-$n"; done; done); do
-  checkpoint=$OUT/${NAME}_$name
-  while [ ! -f "$checkpoint/trainer_state.json" ]; do sleep 30; done; sleep 20
-  label=${NAME}_$(dirname "$name")_$(basename "$name" | sed 's/checkpoint-/grpo/')
-  mcp-rl eval --recipe calculator --limit 200 --model "$checkpoint" --output "$OUT/eval/$label.test.json"
-  mcp-rl eval --recipe calculator --limit 200 --model "$checkpoint" --set data.eval=errands \
-    --output "$OUT/eval/$label.errands.json"
+  evaluate_when_saved "${NAME}_$(dirname "$name")_$(basename "$name" | sed 's/checkpoint-/grpo/')" "$OUT/${NAME}_$name"
 done
 wait

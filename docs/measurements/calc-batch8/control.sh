@@ -10,21 +10,17 @@ OUT=${OUT:-runs}
 CONST=${WARMUP_OUT:-runs}/calcwu_const_s0
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
 mkdir -p "$OUT/eval"
+source "$(dirname "$0")/../calc-evaluate.sh"
 train() {  # seed run
   mcp-rl train --recipe calculator -o "$2" --resume --set trainer.seed="$1" --set trainer.max_steps=20 \
     --set trainer.gradient_accumulation_steps=8 --set grpo.max_extra_rollouts=32 > "$2.to20.log" 2>&1
 }
-evaluate() {  # label checkpoint
-  while [ ! -f "$2/trainer_state.json" ]; do sleep 30; done; sleep 20
-  mcp-rl eval --recipe calculator --limit 200 --model "$2" --output "$OUT/eval/$1.test.json"
-  mcp-rl eval --recipe calculator --limit 200 --model "$2" --set data.eval=errands --output "$OUT/eval/$1.errands.json"
-}
 for seed in 1 2; do mkdir -p "$OUT/calc4q_s$seed" && cp -r "$CONST/warm_start" "$OUT/calc4q_s$seed/"; done
 train 0 "$CONST" && train 2 "$OUT/calc4q_s2" &
 train 1 "$OUT/calc4q_s1" &
-evaluate calc4q_s0_grpo20 "$CONST/checkpoint-20"
-evaluate calc4q_s1_grpo10 "$OUT/calc4q_s1/checkpoint-10"
-evaluate calc4q_s1_grpo20 "$OUT/calc4q_s1/checkpoint-20"
-evaluate calc4q_s2_grpo10 "$OUT/calc4q_s2/checkpoint-10"
-evaluate calc4q_s2_grpo20 "$OUT/calc4q_s2/checkpoint-20"
+evaluate_when_saved calc4q_s0_grpo20 "$CONST/checkpoint-20"
+evaluate_when_saved calc4q_s1_grpo10 "$OUT/calc4q_s1/checkpoint-10"
+evaluate_when_saved calc4q_s1_grpo20 "$OUT/calc4q_s1/checkpoint-20"
+evaluate_when_saved calc4q_s2_grpo10 "$OUT/calc4q_s2/checkpoint-10"
+evaluate_when_saved calc4q_s2_grpo20 "$OUT/calc4q_s2/checkpoint-20"
 wait

@@ -6,19 +6,13 @@ set -u
 STEPS=${1:-80}
 OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
+source "$(dirname "$0")/../calc-evaluate.sh"
 for seed in 0 1; do
   mcp-rl train --recipe calculator -o "$OUT/calcb8_s$seed" --resume --set trainer.gradient_accumulation_steps=16 \
     --set grpo.max_extra_rollouts=64 --set trainer.seed="$seed" --set trainer.max_steps="$STEPS" \
     > "$OUT/calcb8_s${seed}_to$STEPS.log" 2>&1 &
 done
 for ((n = 30; n <= STEPS; n += 10)); do
-  for seed in 0 1; do
-    checkpoint=$OUT/calcb8_s$seed/checkpoint-$n
-    while [ ! -f "$checkpoint/trainer_state.json" ]; do sleep 30; done; sleep 20
-    label=calcb8_s${seed}_grpo$n
-    mcp-rl eval --recipe calculator --limit 200 --model "$checkpoint" --output "$OUT/eval/$label.test.json"
-    mcp-rl eval --recipe calculator --limit 200 --model "$checkpoint" --set data.eval=errands \
-      --output "$OUT/eval/$label.errands.json"
-  done
+  for seed in 0 1; do evaluate_when_saved "calcb8_s${seed}_grpo$n" "$OUT/calcb8_s$seed/checkpoint-$n"; done
 done
 wait

@@ -11,11 +11,7 @@ OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
 WARMUP=(--set trainer.lr_scheduler_type=constant_with_warmup --set trainer.warmup_steps=10)
 mkdir -p "$OUT/eval"
-evaluate() {  # name model
-  mcp-rl eval --recipe calculator --limit 200 --model "$2" --output "$OUT/eval/calcwu_$1.test.json"
-  mcp-rl eval --recipe calculator --limit 200 --model "$2" --set data.eval=errands \
-    --output "$OUT/eval/calcwu_$1.errands.json"
-}
+source "$(dirname "$0")/../calc-evaluate.sh"
 # The constant run trains the warm start; the warm-up runs start from a copy (--resume loads it, does not retrain it).
 mcp-rl train --recipe calculator -o "$OUT/calcwu_const_s0" --resume --set trainer.max_steps=10 \
   > "$OUT/calcwu_const_s0.log" 2>&1 &
@@ -26,12 +22,10 @@ for seed in 0 1; do
   mcp-rl train --recipe calculator -o "$run" --resume "${WARMUP[@]}" --set trainer.seed="$seed" \
     > "$run.log" 2>&1 &
 done
-evaluate warm "$OUT/calcwu_const_s0/warm_start/final"  # the warm start alone: the lr-0 control
+evaluate calcwu_warm "$OUT/calcwu_const_s0/warm_start/final"  # the warm start alone: the lr-0 control
 for name in const_s0/checkpoint-10 warm_s0/checkpoint-10 warm_s1/checkpoint-10 warm_s0/checkpoint-20 \
   warm_s1/checkpoint-20; do
-  checkpoint=$OUT/calcwu_$name
-  while [ ! -f "$checkpoint/trainer_state.json" ]; do sleep 30; done; sleep 20
-  evaluate "$(dirname "$name")_$(basename "$name" | sed 's/checkpoint-/grpo/')" "$checkpoint"
+  evaluate_when_saved "calcwu_$(dirname "$name")_$(basename "$name" | sed 's/checkpoint-/grpo/')" "$OUT/calcwu_$name"
 done
 wait
 # python bench/compare_evals.py $OUT/eval/calcwu_warm.errands.json $OUT/eval/calcwu_warm_s0_grpo10.errands.json \
