@@ -21,6 +21,10 @@ tokens/s = tokens the model generated and kept (mask-1 tokens of all trajectorie
 cut) / seconds the engine spent in ``generate``. Sampling can differ between the sides, so the token counts
 differ a little; tokens/s normalises that. vLLM's prefix cache is part of what is measured.
 
+The default generator's memory: ``reuse_held_state_mib`` is the most attention state it held after a call,
+``reuse_held_state_share`` that over what a whole copy of each episode's sequence would have held then (the
+shared prefix is held once; docs/generation.md).
+
 Progress goes to stderr; the last line on stdout is one JSON object (vLLM's own log lines also go to
 stdout, before it). The targets (reuse_speedup >= 3, vLLM speedup >= 2 on CPU,
 by_episode_speed >= 0.95) are reported, not enforced.
@@ -89,6 +93,19 @@ def read_fictional(corpus_path: str, limit: int) -> tuple[list[str], list[tuple[
     return questions, corpus
 
 
+def whole_copies_bytes(generator: CachedTransformersGenerator) -> int:
+    """The attention state ``generator`` would hold now with a whole copy of each episode's sequence (and the
+    shared prefix once more on its own)."""
+    states = [*generator.episodes, *generator.kept]
+    prefix = generator.prefix or next((state.base for state in states if state.base is not None), None)
+    sequences = [state for state in [*states, prefix] if state is not None]
+    sample = next((state for state in sequences if state.layers and state.layers[0][0].shape[2] > 0), None)
+    if sample is None:
+        return 0
+    per_token = sum(keys.numel() * keys.element_size() * 2 // keys.shape[2] for keys, _ in sample.layers)
+    return per_token * sum(len(state.ids) for state in sequences)
+
+
 class Side:
     """One backend: its engine and what it measured per timed repeat."""
 
@@ -100,6 +117,23 @@ class Side:
         self.wall_s: list[float] = []
         self.tools_s: list[float] = []
         self.turns: list[float] = []
+        # The attention-state-reusing generator: the most state it held after a call, and that over what a
+        # whole copy of each episode's sequence (the shared prefix included) would have held then.
+        self.held_peak = (0, 0)
+        if isinstance(engine.generator, CachedTransformersGenerator):
+            self.watch_held(engine.generator)
+
+    def watch_held(self, generator: CachedTransformersGenerator) -> None:
+        generate = generator.generate
+
+        def watched(prompts: Any, sampling: Any) -> Any:
+            generations = generate(prompts, sampling)
+            held = generator.held_bytes()
+            if held > self.held_peak[0]:
+                self.held_peak = (held, whole_copies_bytes(generator))
+            return generations
+
+        generator.generate = watched  # type: ignore[method-assign]
 
     def run(self, messages: list[list[dict[str, Any]]], samples: int, *, record: bool) -> None:
         started = time.perf_counter()
@@ -251,6 +285,8 @@ def main() -> None:
         "by_episode_speed": round(by_episode, 2),
         "target_by_episode_speed": TARGET_BY_EPISODE_SPEED,
         "meets_by_episode_target": by_episode >= TARGET_BY_EPISODE_SPEED,
+        "reuse_held_state_mib": round(reuse.held_peak[0] / 2**20, 1),
+        "reuse_held_state_share": round(reuse.held_peak[0] / max(reuse.held_peak[1], 1), 3),
     }
     if vllm is not None:
         speedup = vllm.tokens_per_s() / hf.tokens_per_s()

@@ -164,6 +164,36 @@ def test_held_episodes_keep_their_state_through_a_call_without_them(random_tiny)
     assert widths[True] <= max(len(observation(tokenizer, i)) for i in (0, 3)) + 1 < widths[False]
 
 
+def held_columns(state: Any) -> int:
+    keys, _ = state.layers[0]
+    return keys.shape[2]
+
+
+def test_episodes_hold_the_shared_prefix_once(random_tiny):
+    model, tokenizer = random_tiny
+    generator = CachedTransformersGenerator(model, tokenizer)
+    sampling = SamplingParams(max_new_tokens=6, temperature=0.0, stop_strings=STOPS)
+    starts = conversation_start(tokenizer)
+
+    def assert_held_on_the_prefix() -> None:
+        prefix = generator.prefix
+        assert prefix is not None and held_columns(prefix) == len(prefix.ids)
+        for state in generator.episodes:
+            assert state.base is prefix and state.ids[: len(prefix.ids)] == prefix.ids
+            assert held_columns(state) == len(state.ids) - len(prefix.ids)
+
+    first = generator.generate(starts, sampling)
+    assert_held_on_the_prefix()
+    later = [
+        start + generation.token_ids + observation(tokenizer, index % 5)
+        for index, (start, generation) in enumerate(zip(starts, first, strict=True))
+    ]
+    continued = generator.generate(later, sampling)  # read from the held states
+    assert_held_on_the_prefix()
+    # What was read on top of the shared prefix decodes as plain generate does from the whole conversation.
+    assert continued == TransformersGenerator(model, tokenizer).generate(later, sampling)
+
+
 def test_weights_changed_in_place_drop_the_state(random_tiny):
     model, tokenizer = tiny_model_and_tokenizer(seed=2)
     model.eval()

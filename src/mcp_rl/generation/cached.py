@@ -6,7 +6,9 @@ each turn: the shared system prompt and few-shot turns for every episode, and ea
 This generator keeps attention state (keys and values) and forwards only what is new:
 
 - the prefix every prompt of a call shares (system prompt, few-shot turns) is computed once per policy
-  version and copied into every episode;
+  version and held once: it is copied into each batch that reads or decodes, but an episode's held state
+  keeps only what comes after it (with a few-shot prompt most of an episode's state; 128 episodes of the
+  calculator recipe held 1.1 GB of attention state with a copy each);
 - each episode's state (its prompt and every token read or written so far) is kept after its turn, so the
   next turn forwards only the new observation tokens;
 - a prompt is matched to held state by its tokens (the longest held prefix wins), so any caller works: a
@@ -56,10 +58,26 @@ KeyValues = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values o
 
 @dataclass
 class HeldState:
-    """The keys and values of ``ids`` (one sequence, every layer)."""
+    """The keys and values of ``ids`` (one sequence, every layer). With a ``base`` (the prefix every episode
+    shares), the first ``len(base.ids)`` columns are the base's, held once for all episodes, and ``layers``
+    holds only the columns after them."""
 
     ids: list[int]
     layers: KeyValues
+    base: HeldState | None = None
+
+    def copy_into(self, layer: int, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
+        """Write the first ``length`` columns of ``layer`` into ``keys`` and ``values`` ([heads, length,
+        dim] views)."""
+        shared = 0
+        if self.base is not None:
+            shared = min(length, len(self.base.ids))
+            base_keys, base_values = self.base.layers[layer]
+            keys[:, :shared] = base_keys[0, :, :shared]
+            values[:, :shared] = base_values[0, :, :shared]
+        own_keys, own_values = self.layers[layer]
+        keys[:, shared:length] = own_keys[0, :, : length - shared]
+        values[:, shared:length] = own_values[0, :, : length - shared]
 
 
 def common_length(a: Sequence[int], b: Sequence[int]) -> int:
@@ -137,6 +155,19 @@ class CachedTransformersGenerator(TransformersGenerator):
         self.episodes, self.kept = held + self.kept, []
         return results
 
+    def held_bytes(self) -> int:
+        """Bytes of attention state held now (the shared prefix counted once)."""
+        states = [*self.episodes, *self.kept, *([self.prefix] if self.prefix is not None else [])]
+        tensors = {
+            id(tensor): tensor
+            for state in states
+            for held in (state, state.base)
+            if held is not None
+            for layer in held.layers
+            for tensor in layer
+        }
+        return sum(tensor.numel() * tensor.element_size() for tensor in tensors.values())
+
     def hold(self, sequences: Sequence[Sequence[int]]) -> None:
         """Keep the state of these episodes through the next ``generate`` call, which they are not part of
         (with episode scheduling, the episodes still waiting for their tools)."""
@@ -207,7 +238,7 @@ class CachedTransformersGenerator(TransformersGenerator):
                 rows = torch.tensor(copy_of, device=self.device)
                 cache.batch_select_indices(rows)
                 logits, mask, positions = logits[rows], mask[rows], positions[rows]
-            decoding = Decoding(prompts, mask, positions[:, -1], cache)
+            decoding = Decoding(prompts, mask, positions[:, -1], cache, self.prefix)
             scored = self.record_logprobs and sampling.temperature > 0
             while True:
                 tokens = self.pick(logits, sampling)
@@ -269,7 +300,8 @@ class CachedTransformersGenerator(TransformersGenerator):
             logits_to_keep=1,
         ).logits[:, -1]
         return [
-            (row_state(cache, mask, row, prompt), logits[row : row + 1]) for row, prompt in enumerate(prompts)
+            (row_state(cache, mask, row, prompt, self.prefix), logits[row : row + 1])
+            for row, prompt in enumerate(prompts)
         ]
 
     def finished(self, sampling: SamplingParams) -> Callable[[list[int]], bool]:
@@ -318,8 +350,8 @@ class CachedTransformersGenerator(TransformersGenerator):
             batch_values = values.new_zeros(shape)
             for row, (state, length) in enumerate(sources):
                 if state is not None and length > 0:
-                    batch_keys[row, :, boundary - length : boundary] = state.layers[index][0][0, :, :length]
-                    batch_values[row, :, boundary - length : boundary] = state.layers[index][1][0, :, :length]
+                    columns = slice(boundary - length, boundary)
+                    state.copy_into(index, batch_keys[row, :, columns], batch_values[row, :, columns], length)
             if room:
                 layers.append(BufferedLayer.within(batch_keys, batch_values, boundary))
             else:
@@ -327,9 +359,14 @@ class CachedTransformersGenerator(TransformersGenerator):
         return buffered_cache(layers) if room else DynamicCache(layers)
 
 
-def row_state(cache: Any, mask: torch.Tensor, row: int, ids: list[int]) -> HeldState:
-    """Row ``row`` of ``cache`` without the gaps ``mask`` leaves out: the held state of ``ids``."""
+def row_state(cache: Any, mask: torch.Tensor, row: int, ids: list[int], base: HeldState | None) -> HeldState:
+    """Row ``row`` of ``cache`` without the gaps ``mask`` leaves out: the held state of ``ids``, on top of
+    ``base`` when ``ids`` start with its tokens (their columns are then not copied again)."""
     columns = mask[row].nonzero().squeeze(1)
+    if base is not None and ids[: len(base.ids)] == base.ids:
+        columns = columns[len(base.ids) :]
+    else:
+        base = None
     layers = [
         (
             layer.keys[row : row + 1].index_select(2, columns),
@@ -337,7 +374,7 @@ def row_state(cache: Any, mask: torch.Tensor, row: int, ids: list[int]) -> HeldS
         )
         for layer in cache.layers
     ]
-    return HeldState(ids, layers)
+    return HeldState(ids, layers, base)
 
 
 def similar_lengths(lengths: list[int], slack: float = 1.25, extra: int = 8) -> list[list[int]]:
@@ -356,8 +393,16 @@ class Decoding:
     """The rows of one batch while they decode: a row whose turn is over leaves the batch (and the cache) at
     once, keeping its state, so the rows still writing do not pay for it."""
 
-    def __init__(self, prompts: list[list[int]], mask: torch.Tensor, positions: torch.Tensor, cache: Any):
+    def __init__(
+        self,
+        prompts: list[list[int]],
+        mask: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Any,
+        base: HeldState | None = None,
+    ):
         self.prompts = prompts
+        self.base = base  # the shared prefix the rows' states are kept on top of
         self.mask = mask
         self.positions = positions
         self.cache = cache
@@ -399,4 +444,5 @@ class Decoding:
 
     def state(self, row: int, index: int) -> HeldState:
         """One row's held state: its prompt and what it wrote, but the newest token (never fed back)."""
-        return row_state(self.cache, self.mask, row, self.prompts[index] + self.written[index][:-1])
+        ids = self.prompts[index] + self.written[index][:-1]
+        return row_state(self.cache, self.mask, row, ids, self.base)
