@@ -94,16 +94,12 @@ def read_fictional(corpus_path: str, limit: int) -> tuple[list[str], list[tuple[
 
 
 def whole_copies_bytes(generator: CachedTransformersGenerator) -> int:
-    """The attention state ``generator`` would hold now with a whole copy of each episode's sequence (and the
-    shared prefix once more on its own)."""
-    states = [*generator.episodes, *generator.kept]
-    prefix = generator.prefix or next((state.base for state in states if state.base is not None), None)
-    sequences = [state for state in [*states, prefix] if state is not None]
-    sample = next((state for state in sequences if state.layers and state.layers[0][0].shape[2] > 0), None)
-    if sample is None:
-        return 0
-    per_token = sum(keys.numel() * keys.element_size() * 2 // keys.shape[2] for keys, _ in sample.layers)
-    return per_token * sum(len(state.ids) for state in sequences)
+    """The attention state ``generator`` would hold now with a whole copy of each episode's sequence: what it
+    holds, plus the columns each episode kept on top of the shared prefix takes from it."""
+    on_prefix = [state for state in [*generator.episodes, *generator.kept] if state.base is not None]
+    return generator.held_bytes() + sum(
+        state.base.nbytes * state.shared // len(state.base.ids) for state in on_prefix if state.base
+    )
 
 
 class Side:

@@ -169,20 +169,26 @@ def held_columns(state: Any) -> int:
     return keys.shape[2]
 
 
-def test_episodes_hold_the_shared_prefix_once(random_tiny):
+@pytest.mark.parametrize("first_alone", [False, True], ids=["batch", "prefix-from-one-prompt"])
+def test_episodes_hold_the_shared_prefix_once(random_tiny, first_alone):
     model, tokenizer = random_tiny
     generator = CachedTransformersGenerator(model, tokenizer)
     sampling = SamplingParams(max_new_tokens=6, temperature=0.0, stop_strings=STOPS)
     starts = conversation_start(tokenizer)
+    if first_alone:  # the prefix is then one whole prompt, longer than what the others share with it
+        generator.generate(starts[:1], sampling)
+    prefix = generator.prefix
 
     def assert_held_on_the_prefix() -> None:
-        prefix = generator.prefix
-        assert prefix is not None and held_columns(prefix) == len(prefix.ids)
+        assert generator.prefix is not None and held_columns(generator.prefix) == len(generator.prefix.ids)
+        shared = min(common_length(generator.prefix.ids, start) for start in starts)
         for state in generator.episodes:
-            assert state.base is prefix and state.ids[: len(prefix.ids)] == prefix.ids
-            assert held_columns(state) == len(state.ids) - len(prefix.ids)
+            assert state.base is generator.prefix and state.shared >= shared > 0
+            assert state.ids[: state.shared] == generator.prefix.ids[: state.shared]
+            assert held_columns(state) == len(state.ids) - state.shared
 
     first = generator.generate(starts, sampling)
+    assert generator.prefix is prefix or not first_alone, "the one-prompt prefix covers what the batch shares"
     assert_held_on_the_prefix()
     later = [
         start + generation.token_ids + observation(tokenizer, index % 5)

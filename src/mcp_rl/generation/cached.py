@@ -7,8 +7,7 @@ This generator keeps attention state (keys and values) and forwards only what is
 
 - the prefix every prompt of a call shares (system prompt, few-shot turns) is computed once per policy
   version and held once: it is copied into each batch that reads or decodes, but an episode's held state
-  keeps only what comes after it (with a few-shot prompt most of an episode's state; 128 episodes of the
-  calculator recipe held 1.1 GB of attention state with a copy each);
+  keeps only what comes after it (with a few-shot prompt, most of what a copy each would hold);
 - each episode's state (its prompt and every token read or written so far) is kept after its turn, so the
   next turn forwards only the new observation tokens;
 - a prompt is matched to held state by its tokens (the longest held prefix wins), so any caller works: a
@@ -58,20 +57,26 @@ KeyValues = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values o
 
 @dataclass
 class HeldState:
-    """The keys and values of ``ids`` (one sequence, every layer). With a ``base`` (the prefix every episode
-    shares), the first ``len(base.ids)`` columns are the base's, held once for all episodes, and ``layers``
-    holds only the columns after them."""
+    """The keys and values of ``ids`` (one sequence, every layer). With a ``base`` (the prefix the episodes
+    share), the first ``shared`` columns are the base's, held once for all episodes, and ``layers`` holds
+    only the columns after them."""
 
     ids: list[int]
     layers: KeyValues
     base: HeldState | None = None
+    shared: int = 0  # tokens ``ids`` has in common with ``base.ids``, from the start
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the columns this state holds itself (its base's not included)."""
+        return sum(tensor.numel() * tensor.element_size() for layer in self.layers for tensor in layer)
 
     def copy_into(self, layer: int, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
         """Write the first ``length`` columns of ``layer`` into ``keys`` and ``values`` ([heads, length,
         dim] views)."""
         shared = 0
         if self.base is not None:
-            shared = min(length, len(self.base.ids))
+            shared = min(length, self.shared)
             base_keys, base_values = self.base.layers[layer]
             keys[:, :shared] = base_keys[0, :, :shared]
             values[:, :shared] = base_values[0, :, :shared]
@@ -157,16 +162,10 @@ class CachedTransformersGenerator(TransformersGenerator):
 
     def held_bytes(self) -> int:
         """Bytes of attention state held now (the shared prefix counted once)."""
-        states = [*self.episodes, *self.kept, *([self.prefix] if self.prefix is not None else [])]
-        tensors = {
-            id(tensor): tensor
-            for state in states
-            for held in (state, state.base)
-            if held is not None
-            for layer in held.layers
-            for tensor in layer
-        }
-        return sum(tensor.numel() * tensor.element_size() for tensor in tensors.values())
+        held = [*self.episodes, *self.kept, self.prefix]
+        states = {id(state): state for state in held if state is not None}
+        states |= {id(state.base): state.base for state in states.values() if state.base is not None}
+        return sum(state.nbytes for state in states.values())
 
     def hold(self, sequences: Sequence[Sequence[int]]) -> None:
         """Keep the state of these episodes through the next ``generate`` call, which they are not part of
@@ -361,12 +360,9 @@ class CachedTransformersGenerator(TransformersGenerator):
 
 def row_state(cache: Any, mask: torch.Tensor, row: int, ids: list[int], base: HeldState | None) -> HeldState:
     """Row ``row`` of ``cache`` without the gaps ``mask`` leaves out: the held state of ``ids``, on top of
-    ``base`` when ``ids`` start with its tokens (their columns are then not copied again)."""
-    columns = mask[row].nonzero().squeeze(1)
-    if base is not None and ids[: len(base.ids)] == base.ids:
-        columns = columns[len(base.ids) :]
-    else:
-        base = None
+    ``base`` for the tokens they start with in common (their columns are not copied again)."""
+    shared = common_length(ids, base.ids) if base is not None else 0
+    columns = mask[row].nonzero().squeeze(1)[shared:]
     layers = [
         (
             layer.keys[row : row + 1].index_select(2, columns),
@@ -374,7 +370,7 @@ def row_state(cache: Any, mask: torch.Tensor, row: int, ids: list[int], base: He
         )
         for layer in cache.layers
     ]
-    return HeldState(ids, layers, base)
+    return HeldState(ids, layers, base, shared) if shared else HeldState(ids, layers)
 
 
 def similar_lengths(lengths: list[int], slack: float = 1.25, extra: int = 8) -> list[list[int]]:
