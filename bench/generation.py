@@ -95,10 +95,10 @@ def read_fictional(corpus_path: str, limit: int) -> tuple[list[str], list[tuple[
 
 def whole_copies_bytes(generator: CachedTransformersGenerator) -> int:
     """The attention state ``generator`` would hold now with a whole copy of each episode's sequence: what it
-    holds, plus the columns each episode kept on top of the shared prefix takes from it."""
-    on_prefix = [state for state in [*generator.episodes, *generator.kept] if state.base is not None]
+    holds, plus, for each episode on the shared prefix, the columns it reads from that prefix."""
+    states = [*generator.episodes, *generator.kept]
     return generator.held_bytes() + sum(
-        state.base.nbytes * state.shared // len(state.base.ids) for state in on_prefix if state.base
+        state.base.nbytes * state.shared // len(state.base.ids) for state in states if state.base is not None
     )
 
 
