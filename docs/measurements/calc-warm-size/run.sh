@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# #23: the warm start's size. errands' two_step stayed at 0.30-0.375 under every GRPO step tried, and the broad
+# warm start (384 demonstrations from [train, train_broad]) is what had lifted errands most (0.560 -> 0.715).
+# One change against the recipe as it was: warm_start.episodes (more demonstrations drawn from the same pooled
+# splits, the same 2 epochs). Each run is stopped once its warm start is written, and the warm start alone is
+# evaluated (greedy, 200 tasks, test and errands).
+# Usage: run.sh 1024 2048 ...   (OUT defaults to runs/; WARM_SEED=1 draws and orders them with another seed)
+# Then GRPO from the 2048 one, seeds 0 and 1, 20 steps:
+#   WARM=runs/calcws2048/warm_start ../calc-two-seeds.sh calcws2048g --set warm_start.episodes=2048
+set -u
+OUT=${OUT:-runs}
+WARM_SEED=${WARM_SEED:-0}
+export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
+mkdir -p "$OUT/eval"
+source "$(dirname "$0")/../calc-evaluate.sh"
+warm() {  # episodes
+  local name=calcws$1
+  [ "$WARM_SEED" = 0 ] || name=${name}w$WARM_SEED
+  local run=$OUT/$name
+  mcp-rl train --recipe calculator -o "$run" --resume --set warm_start.episodes="$1" \
+    --set warm_start.seed="$WARM_SEED" > "$run.log" 2>&1 &
+  local pid=$!
+  while [ ! -f "$run/warm_start/final/config.json" ]; do sleep 20; done; sleep 30
+  kill "$pid"
+  evaluate "$name" "$run/warm_start/final"
+}
+for episodes in "$@"; do warm "$episodes" & done
+wait
