@@ -13,11 +13,7 @@ mkdir -p "$OUT/eval"
 here=$(dirname "$0")
 source "$here/../calc-evaluate.sh"
 python "$here/split.py" "$OUT/arith2"
-# The recipe's run trains the warm start; it is stopped once the warm start is written.
-OMP_NUM_THREADS=2 mcp-rl train --recipe calculator -o "$OUT/calc2_warm" --resume > "$OUT/calc2_warm.log" 2>&1 &
-warm_pid=$!
-while [ ! -f "$OUT/calc2_warm/warm_start/final/config.json" ]; do sleep 20; done; sleep 30
-kill "$warm_pid"
+OMP_NUM_THREADS=2 warm_start_only "$OUT/calc2_warm"
 for seed in 0 1; do
   run=$OUT/calc2two_s$seed
   mkdir -p "$run" && cp -r "$OUT/calc2_warm/warm_start" "$run/"

@@ -16,13 +16,8 @@ source "$(dirname "$0")/../calc-evaluate.sh"
 warm() {  # episodes
   local name=calcws$1
   [ "$WARM_SEED" = 0 ] || name=${name}w$WARM_SEED
-  local run=$OUT/$name
-  mcp-rl train --recipe calculator -o "$run" --resume --set warm_start.episodes="$1" \
-    --set warm_start.seed="$WARM_SEED" > "$run.log" 2>&1 &
-  local pid=$!
-  while [ ! -f "$run/warm_start/final/config.json" ]; do sleep 20; done; sleep 30
-  kill "$pid"
-  evaluate "$name" "$run/warm_start/final"
+  warm_start_only "$OUT/$name" --set warm_start.episodes="$1" --set warm_start.seed="$WARM_SEED"
+  evaluate "$name" "$OUT/$name/warm_start/final"
 }
 for episodes in "$@"; do warm "$episodes" & done
 wait
