@@ -7,6 +7,10 @@
 # Usage: run.sh 1024 2048 ...   (OUT defaults to runs/; WARM_SEED=1 draws and orders them with another seed)
 # Then GRPO from the 2048 one, seeds 0 and 1, 20 steps:
 #   WARM=runs/calcws2048/warm_start ../calc-two-seeds.sh calcws2048g --set warm_start.episodes=2048
+# and with groups of 16 instead of 8 (the same 8 questions a step, so twice the completions and extra rollouts),
+# from a rerun of that warm start alone with 2 threads (calcws2048r, evaluated as its own lr-0 control):
+#   WARM=runs/calcws2048/warm_start ../calc-two-seeds.sh calcws2048n16 --set trainer.num_generations=16 \
+#     --set trainer.gradient_accumulation_steps=32 --set grpo.max_extra_rollouts=128
 set -u
 OUT=${OUT:-runs}
 WARM_SEED=${WARM_SEED:-0}
