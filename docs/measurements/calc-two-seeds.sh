@@ -4,8 +4,8 @@
 # Greedy, 200 tasks, test and errands, at 10 and 20 steps, as $OUT/eval/NAME_sSEED_grpoN.{test,errands}.json.
 # Usage: WARM=runs/calcwu_const_s0/warm_start calc-two-seeds.sh NAME --set FIELD=VALUE ...   (OUT: runs/;
 # SEEDS="2" runs other seeds)
-# Measured when the recipe took 4 questions a step; it now takes 8. To rerun as measured, add
-# --set trainer.gradient_accumulation_steps=8 --set grpo.max_extra_rollouts=32.
+# Measured when the recipe took 4 questions x 8 samples a step; it now takes 8 x 16. To rerun as measured, add
+# --set trainer.num_generations=8 --set trainer.gradient_accumulation_steps=8 --set grpo.max_extra_rollouts=32.
 set -u
 NAME=$1; shift
 OUT=${OUT:-runs}
