@@ -4,8 +4,8 @@
 # Greedy, 200 tasks, test and errands, at 10 and 20 steps, as $OUT/eval/NAME_sSEED_grpoN.{test,errands}.json.
 # Usage: WARM=runs/calcwu_const_s0/warm_start calc-two-seeds.sh NAME --set FIELD=VALUE ...   (OUT: runs/;
 # SEEDS="2" runs other seeds)
-# Measured when the recipe took 4 questions x 8 samples a step; it now takes 8 x 16. To rerun as measured, add
-# --set trainer.num_generations=8 --set trainer.gradient_accumulation_steps=8 --set grpo.max_extra_rollouts=32.
+# Each run takes the recipe as these were measured (CALCULATOR_384 of calculator-step.sh: 4 questions x 8 samples
+# a step) with NAME's --sets on top, so it reruns as measured whatever the recipe ships now.
 set -u
 NAME=$1; shift
 OUT=${OUT:-runs}
@@ -13,11 +13,12 @@ WARM=${WARM:?the warm_start folder of a finished calculator run}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
 mkdir -p "$OUT/eval"
 source "$(dirname "$0")/calc-evaluate.sh"
+source "$(dirname "$0")/calculator-step.sh"
 SEEDS=${SEEDS:-0 1}
 for seed in $SEEDS; do
   run=$OUT/${NAME}_s$seed
   mkdir -p "$run" && cp -r "$WARM" "$run/"
-  mcp-rl train --recipe calculator -o "$run" --resume "$@" --set trainer.seed="$seed" > "$run.log" 2>&1 &
+  mcp-rl train --recipe calculator -o "$run" --resume "${CALCULATOR_384[@]}" "$@" --set trainer.seed="$seed" > "$run.log" 2>&1 &
 done
 for name in $(for n in 10 20; do for seed in $SEEDS; do echo "s$seed/checkpoint-$n"; done; done); do
   evaluate_when_saved "${NAME}_$(dirname "$name")_$(basename "$name" | sed 's/checkpoint-/grpo/')" "$OUT/${NAME}_$name"

@@ -7,9 +7,10 @@ STEPS=${1:-80}
 OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
 source "$(dirname "$0")/../calc-evaluate.sh"
+source "$(dirname "$0")/../calculator-step.sh"
 for seed in 0 1; do
-  mcp-rl train --recipe calculator -o "$OUT/calcb8_s$seed" --resume --set trainer.gradient_accumulation_steps=16 \
-    --set grpo.max_extra_rollouts=64 --set trainer.seed="$seed" --set trainer.max_steps="$STEPS" \
+  mcp-rl train --recipe calculator -o "$OUT/calcb8_s$seed" --resume "${CALCULATOR_384[@]}" "${CALCULATOR_8Q[@]}" \
+    --set trainer.seed="$seed" --set trainer.max_steps="$STEPS" \
     > "$OUT/calcb8_s${seed}_to$STEPS.log" 2>&1 &
 done
 for ((n = 30; n <= STEPS; n += 10)); do

@@ -10,9 +10,7 @@
 set -u
 ARM=$1 SEED=$2 OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
-# The recipe as it was then, written out so that this reruns the same on the current one.
-THEN=(--set warm_start.split=train --set trainer.gradient_accumulation_steps=4
-  --set grpo.max_extra_rollouts=16 --set trainer.beta=0.04)
+source "$(dirname "$0")/../calculator-step.sh"  # CALCULATOR_256: the recipe as it was then
 case $ARM in
   a) SETS=(--set grpo.sft_coef=0 --set data.train_split=train_varied) ;;
   b) SETS=(--set grpo.sft_coef=1.0 --set data.train_split=train_varied) ;;
@@ -25,19 +23,19 @@ evaluate() {  # name model
 }
 mkdir -p "$OUT/eval"
 if [ ! -f "$OUT/calc_warmstart/warm_start/stats.json" ]; then  # the warm start alone: 0 GRPO steps kept
-  mcp-rl train --recipe calculator -o "$OUT/calc_warmstart" "${THEN[@]}" --set trainer.max_steps=1
+  mcp-rl train --recipe calculator -o "$OUT/calc_warmstart" "${CALCULATOR_256[@]}" --set trainer.max_steps=1
   evaluate warmstart "$OUT/calc_warmstart/warm_start/final"
 fi
 RUN=$OUT/calc_${ARM}_s$SEED
 mkdir -p "$RUN" && cp -r "$OUT/calc_warmstart/warm_start" "$RUN/"  # --resume loads it, does not retrain it
-mcp-rl train --recipe calculator -o "$RUN" --resume "${THEN[@]}" --set trainer.max_steps=30 --set trainer.seed="$SEED" "${SETS[@]}"
+mcp-rl train --recipe calculator -o "$RUN" --resume "${CALCULATOR_256[@]}" --set trainer.max_steps=30 --set trainer.seed="$SEED" "${SETS[@]}"
 for step in 10 20 30; do evaluate "${ARM}_s${SEED}_grpo$step" "$RUN/checkpoint-$step"; done
 # python bench/compare_evals.py $OUT/eval/calc_warmstart.errands.json $OUT/eval/calc_c0_s0_grpo30.errands.json \
 #   --by kind --metric calculator_verified
 # The pilot with composed problems in the warm start (seed 0, 10 steps):
-#   mcp-rl train --recipe calculator -o $OUT/calc_wsc_s0 "${THEN[@]}" --set warm_start.split=train_composed \
+#   mcp-rl train --recipe calculator -o $OUT/calc_wsc_s0 "${CALCULATOR_256[@]}" --set warm_start.split=train_composed \
 #     --set data.train_split=train_composed --set trainer.max_steps=10 --set trainer.save_steps=10
 # Sampled (4 a task at T 0.8): mcp-rl eval --recipe calculator --limit 200 --samples 4 --model M [--set data.eval=errands]
 # Pooled demonstrations, then the recipe's GRPO for 10 steps (seeds 0, 1):
-#   mcp-rl train --recipe calculator -o $OUT/calc_wsm_s0 "${THEN[@]}" --set "warm_start.split=[train, train_composed]" \
+#   mcp-rl train --recipe calculator -o $OUT/calc_wsm_s0 "${CALCULATOR_256[@]}" --set "warm_start.split=[train, train_composed]" \
 #     --set data.train_split=train_varied --set trainer.max_steps=10 --set trainer.save_steps=10 --set trainer.seed=0

@@ -4,17 +4,17 @@
 #   d   GRPO on train_composed, the recipe's batch (2 groups of 8 a step, 16 extra rollouts)
 #   e   d with 4 groups of 8 a step (gradient_accumulation_steps 8, 32 extra rollouts)
 #   f   e with grpo.negative_advantage_weight 0 (learn from the better samples of each group only)
-#   g   e with trainer.beta 0.1 instead of 0.04 (what recipes/calculator.yaml now runs)
+#   g   e with trainer.beta 0.1 instead of 0.04 (what recipes/calculator.yaml then ran)
 # Then greedy evaluation, 200 tasks, of the arithmetic test split and of errands (written apart).
 # Usage: run.sh ARM SEED   (the first call also trains and evaluates the warm start); OUT defaults to runs/.
 set -u
 ARM=$1 SEED=$2 OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
-POOLED=(--set "warm_start.split=[train, train_composed]")
-# d is the recipe as it was before this measurement, on train_composed, written out so that this reruns
-# the same on the current recipe (which is g); e, f and g each change it.
-D=(--set data.train_split=train_composed --set trainer.gradient_accumulation_steps=4
-  --set grpo.max_extra_rollouts=16 --set trainer.beta=0.04)
+source "$(dirname "$0")/../calculator-step.sh"
+POOLED=("${CALCULATOR_256[@]}" --set "warm_start.split=[train, train_composed]")
+# d is the recipe as it was before this measurement (CALCULATOR_256, in POOLED) on train_composed; e, f and g
+# each change it.
+D=(--set data.train_split=train_composed)
 BIG=(--set trainer.gradient_accumulation_steps=8 --set grpo.max_extra_rollouts=32)
 case $ARM in
   d) SETS=("${D[@]}") ;;

@@ -8,7 +8,7 @@ set -u
 SEED=${1:-0}
 RUN=${RUN:-runs/calc-split-s$SEED}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
-SETS=(--set data.train_split=train_varied --set warm_start.split=train
+SETS=(--set data.train_split=train_varied --set warm_start.split=train --set warm_start.episodes=256
   --set grpo.dynamic_sampling=true --set grpo.max_extra_rollouts=16 --set trainer.num_generations=8
   --set trainer.beta=0.04 --set trainer.gradient_accumulation_steps=4
   --set trainer.save_steps=10 --set trainer.seed="$SEED")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # #23: the calculator's warm start with problems of two operations demonstrated as two calls, one operation
-# each (one_operation_per_call.py), everything else as recipes/calculator.yaml ships it.
+# each (one_operation_per_call.py), everything else as recipes/calculator.yaml shipped it then.
 #   warm     that warm start alone (the lr-0 control of the GRPO runs), 384 demonstrations
 #   g SEED   the recipe's GRPO step from a copy of it, 20 steps, checkpoints 10 / 20
 # Each is evaluated greedy on 200 tasks of errands (written apart) and of the arithmetic test split.
@@ -10,7 +10,8 @@ set -u
 ARM=$1 SEED=${2:-0} OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
 HERE=$(cd "$(dirname "$0")" && pwd)
-DEMONSTRATIONS=(--set "warm_start.demonstrations=$HERE/one_operation_per_call.py:one_operation_per_call")
+source "$HERE/../calculator-step.sh"  # the recipe as measured: CALCULATOR_384
+DEMONSTRATIONS=("${CALCULATOR_384[@]}" --set "warm_start.demonstrations=$HERE/one_operation_per_call.py:one_operation_per_call")
 evaluate() {  # name model
   mcp-rl eval --recipe calculator --limit 200 --model "$2" --set data.eval=errands \
     --output "$OUT/eval/calc_$1.errands.json"

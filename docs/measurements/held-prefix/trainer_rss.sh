@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Peak resident memory of a calculator trainer: Q questions a step (gradient_accumulation_steps 2Q, 8Q extra
-# rollouts), STEPS steps, from a copy of a finished warm start, RSS sampled every second.
+# rollouts; otherwise the recipe as measured, CALCULATOR_384 of ../calculator-step.sh), STEPS steps, from a copy of a finished warm start, RSS sampled every second.
 # Usage: WARM=runs/calcwu_const_s0/warm_start trainer_rss.sh Q [STEPS] [TAG]   (OUT: runs/)
 set -u
 Q=$1; STEPS=${2:-2}; TAG=${3:-q$Q}
@@ -9,7 +9,8 @@ WARM=${WARM:?the warm_start folder of a finished calculator run}
 run=$OUT/$TAG
 rm -rf "$run"; mkdir -p "$run"; cp -r "$WARM" "$run/"
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1
-mcp-rl train --recipe calculator -o "$run" --resume --set trainer.max_steps="$STEPS" \
+source "$(dirname "$0")/../calculator-step.sh"
+mcp-rl train --recipe calculator -o "$run" --resume "${CALCULATOR_384[@]}" --set trainer.max_steps="$STEPS" \
   --set trainer.save_steps=1000 --set trainer.gradient_accumulation_steps=$((2 * Q)) \
   --set grpo.max_extra_rollouts=$((8 * Q)) > "$run.log" 2>&1 &
 pid=$!
