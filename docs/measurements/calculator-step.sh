@@ -11,14 +11,15 @@ CALCULATOR_STEP=(--set trainer.learning_rate=1e-5 --set trainer.beta=0.1 --set g
 # recipes/calculator.yaml as the calculator's own measurements ran it, written out so that each reruns as
 # measured whatever the recipe ships now. Put them before a script's own --set (the last one wins).
 # Until the pooled warm start: 256 demonstrations in the shipped phrasing, GRPO on train_varied, 2 questions
-# x 8 samples a step, 16 extra rollouts, KL 0.04.
+# x 8 samples a step, 16 extra rollouts, KL 0.04, 20 steps.
 CALCULATOR_256=(--set warm_start.episodes=256 --set warm_start.split=train --set data.train_split=train_varied
   --set trainer.learning_rate=1e-5 --set trainer.beta=0.04 --set grpo.dynamic_sampling=true
-  --set trainer.num_generations=8 --set trainer.gradient_accumulation_steps=4 --set grpo.max_extra_rollouts=16)
+  --set trainer.num_generations=8 --set trainer.gradient_accumulation_steps=4 --set grpo.max_extra_rollouts=16
+  --set trainer.max_steps=20)
 # From the broad curriculum until 2,048 demonstrations: 384 demonstrations from [train, train_broad], GRPO on
-# train_broad, 4 questions x 8 samples a step, 32 extra rollouts, KL 0.1 (8 questions: add CALCULATOR_8Q).
+# train_broad, 4 questions x 8 samples a step, 32 extra rollouts, KL 0.1, 20 steps (8 questions: add CALCULATOR_8Q).
 CALCULATOR_384=(--set warm_start.episodes=384 --set "warm_start.split=[train, train_broad]"
   --set data.train_split=train_broad --set trainer.learning_rate=1e-5 --set trainer.beta=0.1
   --set grpo.dynamic_sampling=true --set trainer.num_generations=8 --set trainer.gradient_accumulation_steps=8
-  --set grpo.max_extra_rollouts=32)
+  --set grpo.max_extra_rollouts=32 --set trainer.max_steps=20)
 CALCULATOR_8Q=(--set trainer.gradient_accumulation_steps=16 --set grpo.max_extra_rollouts=64)
