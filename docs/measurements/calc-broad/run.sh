@@ -13,9 +13,9 @@ set -u
 ARM=$1 SEED=${2:-0} OUT=${OUT:-runs}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
 source "$(dirname "$0")/../calculator-step.sh"
-# The recipe as measured (CALCULATOR_384), with the broad curriculum spelled out as it was first tried.
-BROAD=("${CALCULATOR_384[@]}" --set "warm_start.split=[train, train_broad]" --set warm_start.episodes=384
-  --set data.train_split=train_broad)
+# The broad curriculum as first tried is the recipe CALCULATOR_384 pins: 384 demonstrations from
+# [train, train_broad], GRPO on train_broad.
+BROAD=("${CALCULATOR_384[@]}")
 evaluate() {  # name model
   mcp-rl eval --recipe calculator --limit 200 --model "$2" --output "$OUT/eval/calc_$1.test.json"
   mcp-rl eval --recipe calculator --limit 200 --model "$2" --set data.eval=errands \

@@ -8,10 +8,8 @@ set -u
 SEED=${1:-0}
 RUN=${RUN:-runs/calc-split-s$SEED}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
-SETS=(--set data.train_split=train_varied --set warm_start.split=train --set warm_start.episodes=256
-  --set grpo.dynamic_sampling=true --set grpo.max_extra_rollouts=16 --set trainer.num_generations=8
-  --set trainer.beta=0.04 --set trainer.gradient_accumulation_steps=4
-  --set trainer.save_steps=10 --set trainer.seed="$SEED")
+source "$(dirname "$0")/../calculator-step.sh"  # CALCULATOR_256: the settings above
+SETS=("${CALCULATOR_256[@]}" --set trainer.save_steps=10 --set trainer.seed="$SEED")
 # It ran in three parts: to step 24 (stopped by hand; the rest reran from checkpoint 20), to 40, to 60.
 # Each --resume continues from the newest complete checkpoint, with its optimizer state.
 for steps in 20 40 60; do

@@ -8,10 +8,8 @@ set -u
 RUN=${RUN:-runs/calc-split-s1}
 FROM=${FROM:-runs/calc-split-s0}
 export OMP_NUM_THREADS=${THREADS:-1} HF_HUB_OFFLINE=1
-SETS=(--set data.train_split=train_varied --set warm_start.split=train
-  --set grpo.dynamic_sampling=true --set grpo.max_extra_rollouts=16 --set trainer.num_generations=8
-  --set trainer.beta=0.04 --set trainer.gradient_accumulation_steps=4
-  --set trainer.save_steps=10 --set trainer.seed=1)
+source "$(dirname "$0")/../calculator-step.sh"  # CALCULATOR_256: those settings
+SETS=("${CALCULATOR_256[@]}" --set trainer.save_steps=10 --set trainer.seed=1)
 mkdir -p "$RUN" && cp -r "$FROM/warm_start" "$RUN/"
 mcp-rl train --recipe calculator -o "$RUN" --resume "${SETS[@]}" --set trainer.max_steps=20
 mcp-rl train --recipe calculator -o "$RUN" --resume "${SETS[@]}" --set trainer.max_steps=30

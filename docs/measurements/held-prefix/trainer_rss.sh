@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Peak resident memory of a calculator trainer: Q questions a step (gradient_accumulation_steps 2Q, 8Q extra
-# rollouts; otherwise the recipe as measured, CALCULATOR_384 of ../calculator-step.sh), STEPS steps, from a copy of a finished warm start, RSS sampled every second.
+# rollouts; otherwise the recipe as measured, CALCULATOR_384 of ../calculator-step.sh), STEPS steps, from a
+# copy of a finished warm start, RSS sampled every second.
 # Usage: WARM=runs/calcwu_const_s0/warm_start trainer_rss.sh Q [STEPS] [TAG]   (OUT: runs/)
 set -u
 Q=$1; STEPS=${2:-2}; TAG=${3:-q$Q}
