@@ -8,6 +8,8 @@ import copy
 import inspect
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -161,6 +163,46 @@ def test_a_step_without_enough_signal_leaves_weights_and_adam_moments_untouched(
     assert [entry["grpo/skipped_step"] for entry in logs] == [0.0, 1.0]
     assert logs[0]["probe/update_norm"] > 0 and logs[1]["probe/update_norm"] == 0.0
     assert logs[0]["probe/update_norm_over_lr"] == pytest.approx(logs[0]["probe/update_norm"] / 1e-3)
+
+
+def opposite(completion_ids, **_):
+    """1, 0, 1, 0, ...: ``alternating``'s complement, a behaviour the rewards disfavour."""
+    return [1.0 - r for r in alternating(completion_ids)]
+
+
+def test_behaviour_push_reads_which_way_the_steps_pushed_from_the_traces(
+    searching_tiny_model, pool, tmp_path
+):
+    """bench/behaviour_push.py on a real run's traces: with ``alternating`` the only weighted reward, each
+    group's advantages are +1 on its rewarded half and -1 on the rest, so the push on ``alternating`` is
+    +1/2 a group and on the zero-weight ``opposite`` -1/2."""
+    model, tokenizer = searching_tiny_model
+    trainer = trainer_for(
+        model,
+        tokenizer,
+        pool,
+        tmp_path,
+        rewards=[alternating, opposite],
+        reward_weights=[1.0, 0.0],
+        max_steps=2,
+    )
+    trainer.train()
+
+    def push(*arguments: str) -> subprocess.CompletedProcess[str]:
+        script = Path(__file__).parents[1] / "bench" / "behaviour_push.py"
+        command = [sys.executable, str(script), str(tmp_path / "traces.jsonl"), *arguments]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+    for behaviour, expected in (("alternating", 0.5), ("opposite", -0.5)):
+        done = push("--behaviour", behaviour, "--by", "golden_answers", "--out", str(tmp_path / "push.png"))
+        assert done.returncode == 0, done.stderr
+        strata = json.loads(done.stdout.splitlines()[-1])["strata"]
+        per_step = [entry for stratum in strata.values() for entry in stratum.values()]
+        assert len(per_step) == 2 and all(entry["groups"] == 1 for entry in per_step)
+        assert all(entry["push"] == pytest.approx(expected) for entry in per_step)
+    assert (tmp_path / "push.png").stat().st_size > 0
+    missing = push("--behaviour", "searched_thrice")
+    assert missing.returncode != 0 and "alternating, opposite" in missing.stderr
 
 
 def constant_for_the_guild(trajectories, question, **_):
