@@ -1,7 +1,7 @@
 """Which way each GRPO step pushed one behaviour, from a run's traces: the diagnosis of a drifting decision.
 
-    python bench/behaviour_push.py RUN_DIR --behaviour called_twice [--by hops] [--scale-rewards none]
-        [--out push.png]
+    python bench/behaviour_push.py RUN_DIR|TRACES.jsonl[.gz] --behaviour called_twice [--by hops]
+        [--scale-rewards none] [--out push.png]
 
 A step's batch is in ``RUN_DIR/traces.jsonl`` (one line per trained episode: its rewards and dataset row).
 Each group (a step's episodes of one prompt) with a reward spread pulls every episode's log-probability
@@ -17,6 +17,7 @@ Last stdout line: one JSON object, per stratum the push and informative-group co
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 from collections import defaultdict
@@ -80,7 +81,9 @@ def plot(pushes: dict[str, dict[int, list[float]]], last_step: int, behaviour: s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="A training run's directory (its traces.jsonl is read).")
+    parser.add_argument(
+        "run", type=Path, help="A run directory (its traces.jsonl) or a traces file (.gz too)."
+    )
     parser.add_argument(
         "--behaviour", required=True, help="A reward entry of each episode (e.g. called_twice)."
     )
@@ -94,7 +97,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="Also draw the push per step and its running sum.")
     args = parser.parse_args()
     path = args.run / "traces.jsonl" if args.run.is_dir() else args.run
-    traces = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    traces = [json.loads(line) for line in text.splitlines() if line.strip()]
     if not traces:
         raise SystemExit(f"{path}: no traces (train with the run's trace file on)")
     if not any(args.behaviour in trace["rewards"] for trace in traces):
