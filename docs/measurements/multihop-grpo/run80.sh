@@ -4,7 +4,7 @@
 # warm start alone (the lr-0 control) and of checkpoints 10, 20, 30, ... on our world's test split and on
 # chronicle.
 # Usage: run80.sh [MAX_STEPS]   (OUT defaults to runs/; the warm start at 2 threads, then 1 thread a job)
-# Measured (docs/grpo-protocol.md): both seeds stopped after checkpoint 60, for the session's time.
+# Measured (docs/grpo-protocol.md): both seeds stopped after checkpoint 60, then resumed to 70 (time).
 set -u
 OUT=${OUT:-runs} MAX_STEPS=${1:-80}
 export HF_HUB_OFFLINE=1
