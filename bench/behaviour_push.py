@@ -17,14 +17,15 @@ Last stdout line: one JSON object, per stratum the push and informative-group co
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import statistics
 from collections import defaultdict
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from _common import finish  # bench/ is sys.path[0]
+from _common import finish, read_jsonl  # bench/ is sys.path[0]
+
+from mcp_rl.viewer.run_data import trace_paths
 
 
 def group_pushes(
@@ -64,9 +65,8 @@ def plot(pushes: dict[str, dict[int, list[float]]], last_step: int, behaviour: s
         values = [sum(by_step.get(step, [])) for step in steps]
         per_step.bar(steps, values, alpha=0.6, label=stratum)
         total = [a + b for a, b in zip(total, values, strict=True)]
-        cumulative = [sum(values[: i + 1]) for i in range(len(values))]
-        running.plot(steps, cumulative, label=stratum)
-    running.plot(steps, [sum(total[: i + 1]) for i in range(len(total))], color="black", label="net")
+        running.plot(steps, list(accumulate(values)), label=stratum)
+    running.plot(steps, list(accumulate(total)), color="black", label="net")
     per_step.axhline(0, color="black", linewidth=0.8)
     running.axhline(0, color="black", linewidth=0.8)
     per_step.set_ylabel(f"push on {behaviour}")
@@ -82,7 +82,9 @@ def plot(pushes: dict[str, dict[int, list[float]]], last_step: int, behaviour: s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "run", type=Path, help="A run directory (its traces.jsonl) or a traces file (.gz too)."
+        "run",
+        type=Path,
+        help="A run directory (its traces, one file or one per process), or a traces file (.gz too).",
     )
     parser.add_argument(
         "--behaviour", required=True, help="A reward entry of each episode (e.g. called_twice)."
@@ -96,11 +98,10 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, help="Also draw the push per step and its running sum.")
     args = parser.parse_args()
-    path = args.run / "traces.jsonl" if args.run.is_dir() else args.run
-    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-    traces = [json.loads(line) for line in text.splitlines() if line.strip()]
+    paths = trace_paths(args.run) if args.run.is_dir() else [args.run]
+    traces = [trace for path in paths for trace in read_jsonl(path)]
     if not traces:
-        raise SystemExit(f"{path}: no traces (train with the run's trace file on)")
+        raise SystemExit(f"{args.run}: no traces (train with the run's trace file on)")
     if not any(args.behaviour in trace["rewards"] for trace in traces):
         names = sorted({name for trace in traces for name in trace["rewards"]})
         raise SystemExit(

@@ -15,14 +15,12 @@ sampled episodes succeeds; a task's mean success is pass@1) instead. Last line: 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import finish  # bench/ is sys.path[0]
+from _common import finish, read_jsonl  # bench/ is sys.path[0]
 
 from mcp_rl.env.metrics import pass_chance
 
@@ -30,9 +28,7 @@ from mcp_rl.env.metrics import pass_chance
 def episodes(report: Path) -> list[dict[str, Any]]:
     """The report's episodes, in task order, from ``.trajectories.jsonl`` or the gzipped copy kept beside a
     report in docs/measurements (``.trajectories.jsonl.gz``)."""
-    path = report.with_suffix(".trajectories.jsonl")
-    text = path.read_text() if path.exists() else gzip.decompress(Path(f"{path}.gz").read_bytes()).decode()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return read_jsonl(report.with_suffix(".trajectories.jsonl"))
 
 
 def by_task(

@@ -172,7 +172,7 @@ def opposite(completion_ids, **_):
 
 def test_behaviour_push_reads_which_way_the_steps_pushed_from_the_traces(
     searching_tiny_model, pool, tmp_path
-):
+) -> None:
     """bench/behaviour_push.py on a real run's traces: with ``alternating`` the only weighted reward, each
     group's advantages are +1 on its rewarded half and -1 on the rest, so the push on ``alternating`` is
     +1/2 a group and on the zero-weight ``opposite`` -1/2."""
