@@ -169,7 +169,7 @@ def test_a_recipe_builds_on_a_base_recipe(tmp_path: Path) -> None:
     assert multihop.name == "search-multihop" and multihop.prompt == search.prompt
     assert multihop.rollout.max_turns == 4 and multihop.rollout.temperature == search.rollout.temperature
     # Its own step size and KL; the loss and schedule come from the base.
-    assert multihop.trainer["learning_rate"] == 1e-5 != search.trainer["learning_rate"]
+    assert multihop.trainer["learning_rate"] == 5e-6 != search.trainer["learning_rate"]
     assert multihop.trainer["beta"] == 0.1 and search.trainer["beta"] == 0
     assert multihop.trainer["lr_scheduler_type"] == search.trainer["lr_scheduler_type"] == "constant"
     assert multihop.warm_start.demonstrations.endswith("recipes/search_demonstrations.py:search_then_answer")
