@@ -26,6 +26,7 @@ from mcp_rl.training.warm_start import (
     demonstration_episodes,
     drop_reason,
     script_from_config,
+    script_turn,
 )
 
 FOX = {"question": "Where does the fox live?", "golden_answers": ["Draskel"]}
@@ -84,6 +85,29 @@ def test_templates_fill_from_the_row_and_name_a_missing_column() -> None:
         DataError, match=r"warm_start\.demonstrations: 'golden_answers' is not in the training row"
     ):
         script({"question": "q"})
+
+
+def test_a_turn_of_weight_0_is_played_and_read_but_not_learned(environment) -> None:
+    """A mistake shown, so that the turns after it teach the recovery: its call goes to the real server
+    and its tokens stay in the context, but out of the loss, as an observation's are."""
+    mistake = {"content": "<search> guild </search>", "weight": 0}
+    engine = ScriptedEngine(environment.engine, [[mistake, *TWO_SEARCHES[:1], TWO_SEARCHES[-1]]])
+    [episode] = engine.rollout([environment.messages(FOX)])
+    assert [call.arguments for call in episode.calls] == [{"query": "guild"}, {"query": "fox"}]
+    assert episode.answer == "Draskel"
+    tokenizer = environment.tokenizer
+    own = [t for t, m in zip(episode.completion_ids, episode.completion_mask, strict=True) if m]
+    assert tokenizer.decode(own) == "<search> fox </search><answer> Draskel </answer>"
+    assert tokenizer.decode(episode.completion_ids).startswith("<search> guild </search>")
+
+
+def test_a_template_turn_of_weight_0_fills_from_the_row_and_a_bad_turn_is_named() -> None:
+    turns = [{"content": "<search> {question} </search>", "weight": 0}, "done"]
+    [mistake, done] = script_from_config(WarmStartConfig(demonstrations=turns))(FOX)
+    assert (mistake.content, mistake.weight) == ("<search> Where does the fox live? </search>", 0)
+    assert done == "done"
+    with pytest.raises(DataError, match=r"a turn must be text or \{'content': text, 'weight': 0 or 1\}"):
+        script_turn({"text": "a Python script's turn without content"})
 
 
 def test_the_loss_reads_the_shared_prefix_once_and_equals_a_plain_forward(
@@ -184,6 +208,11 @@ def test_a_recipe_builds_on_a_base_recipe(tmp_path: Path) -> None:
     [
         ("no_colon_here", "warm_start.demonstrations: 'no_colon_here' is neither a list of turn templates"),
         ("['<calc> {x </calc>']", r"warm_start.demonstrations\[0\]: not a valid format string"),
+        (
+            "[{content: '<calc> 1 </calc>', weight: 2}]",
+            r"warm_start.demonstrations: expected .* mappings \{content, weight: 0 or 1\}",
+        ),
+        ("[{content: '<calc> {x </calc>', weight: 0}]", r"warm_start.demonstrations\[0\]: not a valid"),
     ],
 )
 def test_bad_demonstrations_are_one_line_at_load(value: str, message: str) -> None:

@@ -69,13 +69,25 @@ def _expected(hint: Any) -> str:
     if get_origin(hint) is Literal:
         return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
     if get_origin(hint) is list:
-        item = type_members(get_args(hint)[0])[0]
-        return f"a list of {_PLURAL_WORDS.get(item, 'mappings')}"
+        return "a list of " + " or ".join(_plural(item) for item in type_members(get_args(hint)[0]))
     if is_model(hint):
         return f"a mapping with fields {', '.join(hint.model_fields)}"
     if get_origin(hint) is dict:
         return "a mapping"
     return _TYPE_WORDS.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _plural(hint: Any) -> str:
+    """A list item's type in words: ``strings``, ``mappings {content, weight: 0 or 1}``."""
+    if is_model(hint):
+        fields = [
+            f"{name}: {' or '.join(map(repr, get_args(field.annotation)))}"
+            if get_origin(field.annotation) is Literal
+            else name
+            for name, field in hint.model_fields.items()
+        ]
+        return f"mappings {{{', '.join(fields)}}}"
+    return _PLURAL_WORDS.get(hint, "mappings")
 
 
 def _locate(root: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, Any]:

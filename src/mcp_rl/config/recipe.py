@@ -188,8 +188,8 @@ def check_fields(recipe: Recipe) -> None:
             f"{where}: {spec!r} is neither a list of turn templates nor 'file.py:function' / "
             "'package.module:function'"
         )
-    for i, template in enumerate(spec if isinstance(spec, list) else []):
-        _check_format_string(template, f"{where}[{i}]")
+    for i, turn in enumerate(spec if isinstance(spec, list) else []):
+        _check_format_string(turn if isinstance(turn, str) else turn.content, f"{where}[{i}]")
 
 
 def _check_trainer_fields(trainer: Mapping[str, Any]) -> None:

@@ -294,15 +294,27 @@ class RewardSpec(Section):
     )
 
 
+class DemonstrationTurn(Section):
+    """One assistant turn of a demonstration written as a mapping, as in OpenAI's chat fine-tuning format."""
+
+    content: str = Field(description="The turn's text, a template over the row's columns.")
+    weight: Literal[0, 1] = Field(
+        default=1,
+        description="1: learned. 0: played through the tools and kept in the context, but not learned: a "
+        "mistake shown so that the turns after it can teach recovering from it.",
+    )
+
+
 class WarmStartConfig(Section):
     """Supervised episodes before GRPO, for behaviour the untrained model too rarely samples to reinforce."""
 
-    demonstrations: str | list[str] | None = Field(
+    demonstrations: str | list[str | DemonstrationTurn] | None = Field(
         default=None,
         description="The assistant turns of one demonstration episode, played through the real tools: a list "
         "of templates over the row's columns (['<calc> {expression} </calc>', '<answer> {golden_answers[0]} "
-        "</answer>']), or 'path/to/file.py:function' / 'package.module:function' taking a row and returning "
-        "its turns (or None to skip the row). null = no warm start.",
+        "</answer>']; a turn written {content: ..., weight: 0} is played but not learned), or "
+        "'path/to/file.py:function' / 'package.module:function' taking a row and returning its turns (text, "
+        "or {'content': ..., 'weight': 0 or 1}), or None to skip the row. null = no warm start.",
     )
     episodes: int = Field(
         default=256, description="Training rows demonstrated, drawn at random with `seed`.", ge=1

@@ -6,6 +6,7 @@ every sample of a group the same reward and so no gradient. A warm start shows i
 
 1. each demonstration is a list of assistant turns written from a training row (templates over its
    columns, or a function of the row), e.g. ``<search> {question} </search>`` then ``<answer> ... </answer>``;
+   a turn of weight 0 is played but not learned: a mistake shown so that the turns after it teach recovery;
 2. ``ScriptedEngine`` plays those turns instead of sampling, so every tool call goes to the recipe's real
    servers and every observation is framed and budgeted exactly as in a rollout: the episodes have the
    token layout GRPO will train on (observation tokens masked out);
@@ -27,9 +28,10 @@ from typing import Any
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
-from mcp_rl.config.sections import Recipe, WarmStartConfig
+from mcp_rl.config.sections import DemonstrationTurn, Recipe, WarmStartConfig
 from mcp_rl.env.engine import RolloutEngine
 from mcp_rl.env.environment import Environment
+from mcp_rl.env.parsers import ParsedTurn
 from mcp_rl.env.recorder import user_prompt
 from mcp_rl.env.trajectory import Trajectory
 from mcp_rl.errors import ConfigError, DataError
@@ -37,7 +39,23 @@ from mcp_rl.generation.base import Generation, SamplingParams
 from mcp_rl.rewards.registry import import_object
 from mcp_rl.training.sft import load_warm_start, train_on_demonstrations
 
-Script = Callable[[Mapping[str, Any]], Sequence[str] | None]
+ScriptTurn = str | Mapping[str, Any] | DemonstrationTurn  # text (learned), or {"content": ..., "weight": 0|1}
+Script = Callable[[Mapping[str, Any]], Sequence[ScriptTurn] | None]
+
+
+def script_turn(turn: ScriptTurn) -> DemonstrationTurn:
+    """A script's turn as a ``DemonstrationTurn``; a mapping that is not one is a ``DataError`` naming it."""
+    if isinstance(turn, DemonstrationTurn):
+        return turn
+    if isinstance(turn, str):
+        return DemonstrationTurn(content=turn)
+    try:
+        return DemonstrationTurn.model_validate(turn)
+    except ValueError:
+        raise DataError(
+            "warm_start.demonstrations: a turn must be text or {'content': text, 'weight': 0 or 1}, "
+            f"got {turn!r}"
+        ) from None
 
 
 def script_from_config(config: WarmStartConfig) -> Script:
@@ -46,15 +64,16 @@ def script_from_config(config: WarmStartConfig) -> Script:
     spec = config.demonstrations
     if isinstance(spec, str):
         return import_object(spec)
-    templates = list(spec or [])
+    turns = [script_turn(turn) for turn in spec or []]
 
-    def from_templates(row: Mapping[str, Any]) -> list[str]:
+    def from_templates(row: Mapping[str, Any]) -> list[ScriptTurn]:
         try:
-            return [template.format_map(row) for template in templates]
+            filled = [turn.model_copy(update={"content": turn.content.format_map(row)}) for turn in turns]
         except (KeyError, IndexError) as error:
             raise DataError(
                 f"warm_start.demonstrations: {error} is not in the training row (columns: {', '.join(row)})"
             ) from None
+        return [turn.content if turn.weight else turn for turn in filled]
 
     return from_templates
 
@@ -64,22 +83,34 @@ class ScriptedEngine(RolloutEngine):
 
     Everything else is the engine's own: parsing, concurrent tool calls, observation framing and budgets.
     A scripted turn ends the way a sampled one stops (at its stop string), so the tokens match a rollout's.
+    A turn of weight 0 gets mask 0, as an observation does: in the context, out of every loss.
     """
 
-    def __init__(self, engine: RolloutEngine, scripts: Sequence[Sequence[str]]) -> None:
+    def __init__(self, engine: RolloutEngine, scripts: Sequence[Sequence[ScriptTurn]]) -> None:
         super().__init__(
             engine.generator, engine.tokenizer, engine.parser, engine.prompts, engine.pool, engine.config
         )
-        self.scripts = scripts
+        self.scripts = [[script_turn(turn) for turn in script] for script in scripts]
 
     def generate(self, active: Sequence[Trajectory], sampling: SamplingParams) -> list[Generation]:
         generations = []
         for trajectory in active:
             script = self.scripts[trajectory.prompt_index]
             turn = len(trajectory.turns)
-            text = script[turn] if turn < len(script) else ""
+            text = script[turn].content if turn < len(script) else ""
             generations.append(Generation(self._encode(text), "stop" if text else "eos"))
         return generations
+
+    def record_turn(
+        self, trajectory: Trajectory, generation: Generation, *, last_turn: bool
+    ) -> ParsedTurn | None:
+        start = len(trajectory.completion_ids)
+        parsed = super().record_turn(trajectory, generation, last_turn=last_turn)
+        script, turn = self.scripts[trajectory.prompt_index], len(trajectory.turns) - 1
+        if turn < len(script) and script[turn].weight == 0:
+            mask = trajectory.completion_mask
+            mask[start:] = [0] * (len(mask) - start)
+        return parsed
 
 
 def _clipped(text: str, chars: int = 160) -> str:
