@@ -9,7 +9,8 @@ pairs the tasks, and prints the success of each side, their difference and its 9
 bootstrap over tasks, the same resample for both sides), overall and by a row column. A learning claim is
 the interval of the difference, not two means side by side: the same tasks make the sides correlated, which
 the paired resample keeps. ``--pass-at K`` compares each task's pass@K (the chance that one of K of its
-sampled episodes succeeds; a task's mean success is pass@1) instead. Last line: one JSON object.
+sampled episodes succeeds; a task's mean success is pass@1) instead. An unscored episode (its server failed)
+counts as a failure unless ``--drop-unscored`` leaves its task out on both sides. Last line: one JSON object.
 """
 
 from __future__ import annotations
@@ -55,12 +56,21 @@ def by_task(
         raise SystemExit(f"--pass-at {k}: {error} (evaluate with --samples {k} or more)") from error
 
 
-def success(episode: dict[str, Any], metric: str) -> float:
-    """``em`` (exact match on QA data) or a reward's name; a missing or unscored value counts as 0."""
+def score(episode: dict[str, Any], metric: str) -> float | None:
+    """``em`` (exact match on QA data) or a reward's name; None where the episode was not scored (its
+    per-episode server was unavailable, say)."""
     value = episode.get(metric)
-    if value is None:
-        value = (episode.get("rewards") or {}).get(metric)
-    return float(value or 0.0)
+    return (episode.get("rewards") or {}).get(metric) if value is None else value
+
+
+def success(episode: dict[str, Any], metric: str) -> float:
+    """The episode's score; a missing or unscored value counts as 0."""
+    return float(score(episode, metric) or 0.0)
+
+
+def unscored_tasks(episodes: list[dict[str, Any]], metric: str) -> set[str]:
+    """The tasks with an episode that has no score for ``metric``."""
+    return {episode.get("task") for episode in episodes if score(episode, metric) is None}
 
 
 def interval(values: Sequence[float], resamples: int, rng: random.Random) -> tuple[float, float]:
@@ -103,22 +113,31 @@ def main() -> None:
     parser.add_argument(
         "--pass-at", type=int, default=1, help="Compare pass@K of sampled reports (1: mean success)."
     )
+    parser.add_argument(
+        "--drop-unscored",
+        action="store_true",
+        help="Leave out the tasks with an unscored episode on either side (a server that failed, not the "
+        "model), instead of counting it a failure; the count left out is reported.",
+    )
     parser.add_argument("--resamples", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    first, second = (
-        by_task(episodes(report), args.metric, args.pass_at) for report in (args.before, args.after)
-    )
+    played = [episodes(report) for report in (args.before, args.after)]
+    first, second = (by_task(report, args.metric, args.pass_at) for report in played)
     if [task for task, _, _ in first] != [task for task, _, _ in second]:
         raise SystemExit("the two reports are not on the same tasks in the same order")
-    groups: dict[str, list[int]] = {"all": list(range(len(first)))}
+    unscored = set().union(*(unscored_tasks(report, args.metric) for report in played))
+    kept = [i for i, (task, _, _) in enumerate(first) if not (args.drop_unscored and task in unscored)]
+    groups: dict[str, list[int]] = {"all": kept}
     if args.by:
-        for index, (_, row, _) in enumerate(first):
-            groups.setdefault(f"{args.by}={row.get(args.by)}", []).append(index)
+        for index in kept:
+            groups.setdefault(f"{args.by}={first[index][1].get(args.by)}", []).append(index)
     result: dict[str, Any] = {
         "metric": metric_label(args.metric, args.pass_at),
         "before": str(args.before),
         "after": str(args.after),
+        "unscored_tasks": len(unscored),
+        "dropped_unscored": len(first) - len(kept),
     }
     lines = []
     for name, indices in groups.items():
@@ -128,6 +147,9 @@ def main() -> None:
         result[name] = row
         sides = f"{row['before']:.3f} → {row['after']:.3f}"
         lines.append(f"{name:>16}  n={row['n']:<4} {sides}  {difference_text(row)}")
+    if unscored:
+        what = "left out" if args.drop_unscored else "counted as failures (--drop-unscored leaves them out)"
+        lines.append(f"{len(unscored)} task(s) with an unscored episode {what}")
     finish(result, "\n".join(["", *lines]))
 
 

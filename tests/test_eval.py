@@ -219,6 +219,20 @@ def test_sampled_eval_plays_each_task_n_times_and_compares_with_greedy_by_paired
     (kept / "greedy.trajectories.jsonl.gz").write_bytes(gzip.compress(episodes))
     done = bench("compare_evals.py", str(tmp_path / "greedy.json"), str(kept / "greedy.json"))
     assert json.loads(done.stdout.splitlines()[-1])["all"] == result["all"]
+    # An episode left unscored (its server failed) counts as a failure, or with --drop-unscored its task is
+    # left out on both sides.
+    failed = [json.loads(line) for line in episodes.decode().splitlines()]
+    failed[0]["rewards"]["exact_match"] = None
+    (kept / "failed.trajectories.jsonl").write_text("".join(json.dumps(e) + "\n" for e in failed))
+    shutil.copy(tmp_path / "greedy.json", kept / "failed.json")
+    pair = [str(tmp_path / "greedy.json"), str(kept / "failed.json"), "--metric", "exact_match"]
+    counted = json.loads(bench("compare_evals.py", *pair).stdout.splitlines()[-1])
+    dropped = json.loads(bench("compare_evals.py", *pair, "--drop-unscored").stdout.splitlines()[-1])
+    assert counted["unscored_tasks"] == dropped["unscored_tasks"] == dropped["dropped_unscored"] == 1
+    assert (counted["all"]["n"], dropped["all"]["n"]) == (len(TEST_QUESTIONS), len(TEST_QUESTIONS) - 1)
+    assert counted["all"]["after"] == pytest.approx(
+        sum(e["rewards"]["exact_match"] or 0 for e in failed) / len(TEST_QUESTIONS)
+    )
     # Greedy against sampled: paired by task (a task's samples averaged), so n is the number of tasks.
     done = bench("compare_evals.py", str(tmp_path / "greedy.json"), str(tmp_path / "sampled.json"))
     result = json.loads(done.stdout.splitlines()[-1])["all"]
