@@ -64,14 +64,16 @@ def test_demonstrations_are_kept_only_when_the_rewards_accept_them(environment) 
     recipe = Recipe(rewards=[RewardSpec(name="exact_match"), RewardSpec(name="answer_retrieved", weight=0.5)])
     environment.rubric = Rubric.from_specs(recipe.rewards, environment.pool)
     rows = [FOX, {**FOX, "question": "Who founded the guild?"}, {**FOX, "question": "skip me"}]
+    rows.append({**FOX, "question": "nothing to learn"})
     scripts = {
         "Where does the fox live?": ["<search> fox </search>", "<answer> Draskel </answer>"],
         "Who founded the guild?": ["<search> guild </search>", "<answer> Draskel </answer>"],  # not retrieved
+        "nothing to learn": [{"content": "<answer> Draskel </answer>", "weight": 0}],
     }
     kept, stats = demonstration_episodes(
         environment, rows, lambda row: scripts.get(row["question"]), min_reward=1.5
     )
-    assert stats["warm_start/played"] == 2 and stats["warm_start/skipped_rows"] == 1
+    assert stats["warm_start/played"] == 2 and stats["warm_start/skipped_rows"] == 2
     assert [episode.calls[0].arguments["query"] for episode in kept] == ["fox"]
     assert kept[0].info["reward"] == pytest.approx(1.5)
 

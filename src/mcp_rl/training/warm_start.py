@@ -189,10 +189,10 @@ def demonstration_episodes(
     for start in tqdm(range(0, len(rows), batch_size), desc="demonstrations", unit="batch", leave=False):
         batch, scripts = [], []
         for row in rows[start : start + batch_size]:
-            turns = script(row)
-            if turns:
+            turns = [script_turn(turn) for turn in script(row) or []]
+            if any(turn.weight for turn in turns):  # one with nothing to learn is skipped as an empty one
                 batch.append(row)
-                scripts.append(list(turns))
+                scripts.append(turns)
             else:
                 skipped += 1
         if not batch:
