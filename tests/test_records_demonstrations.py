@@ -1,6 +1,6 @@
-"""The records recipe's retry demonstrations: the mistake shown first changes nothing on the real
-mcp-server-sqlite (``affected_rows: 0``), the reference statement after it leaves the state the rewards
-want, and only the mistake is out of the loss."""
+"""The records recipe's retry demonstrations: the mistake shown first (weight 0) changes nothing on the real
+mcp-server-sqlite (``affected_rows: 0``), and the reference statement after it leaves the state the rewards
+want. That a weight-0 turn is out of the loss is tested in test_warm_start.py."""
 
 from __future__ import annotations
 
